@@ -1,0 +1,1 @@
+"""Shared analyses: tensor-valued judgement, aliases, return arity, path facts."""

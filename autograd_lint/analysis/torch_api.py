@@ -1,0 +1,285 @@
+"""What the static analysis knows about torch's API, as plain tables.
+
+The tables decide the tensor-valued judgement of RULES.md. They err on the
+side of "unknown": a name missing from every table is never treated as a
+tensor by accident.
+"""
+from __future__ import annotations
+
+# The classes a custom Function derives from (RULES.md "What counts").
+FUNCTION_BASES = frozenset({
+    "torch.autograd.Function",
+    "torch.autograd.function.Function",
+    "torch.autograd.function.InplaceFunction",
+})
+
+# Methods of a Function that autograd calls (all staticmethods in modern code).
+SPECIAL_METHODS = ("forward", "backward", "setup_context", "jvp", "vjp", "vmap")
+# Methods whose first parameter is ctx.
+CTX_METHODS = frozenset({"backward", "vjp", "jvp", "setup_context"})
+BACKWARD_METHODS = ("backward", "vjp")
+
+# ---------------------------------------------------------------------------
+# Tensor methods
+# ---------------------------------------------------------------------------
+
+# Views of their receiver, or methods that may return the receiver itself
+# (`contiguous`, `to`, `float`, ... return self when nothing needs converting).
+VIEW_METHODS = frozenset({
+    "view", "view_as", "reshape", "reshape_as", "t", "transpose", "permute", "expand",
+    "expand_as", "squeeze", "unsqueeze", "narrow", "select", "detach", "contiguous",
+    "flatten", "unflatten", "movedim", "moveaxis", "swapaxes", "swapdims", "diagonal",
+    "unfold", "as_strided", "real", "imag", "view_as_real", "view_as_complex",
+    "to", "type_as", "float", "double", "half", "bfloat16", "cpu", "cuda",
+    "resolve_conj", "resolve_neg", "conj", "align_as", "refine_names", "rename",
+    "squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_",
+})
+# Methods returning a sequence of views of the receiver.
+VIEW_SEQUENCE_METHODS = frozenset({
+    "split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit",
+    "split_with_sizes", "unsafe_split", "unsafe_chunk",
+})
+# Methods returning a tuple of tensors always, or when given a dim.
+SEQUENCE_METHODS = frozenset({
+    "sort", "topk", "kthvalue", "mode", "aminmax", "cummax", "cummin", "frexp",
+    "slogdet", "qr", "svd", "eig", "symeig", "lu", "geqrf", "triangular_solve",
+    "histogram", "var_mean", "std_mean",
+}) | VIEW_SEQUENCE_METHODS
+SEQUENCE_WITH_DIM_METHODS = frozenset({"max", "min", "median", "nanmedian"})
+
+# Methods and attributes that give non-tensors.
+NON_TENSOR_METHODS = frozenset({
+    "size", "dim", "ndimension", "numel", "nelement", "item", "tolist", "stride",
+    "data_ptr", "is_contiguous", "element_size", "get_device", "storage_offset",
+    "is_floating_point", "is_complex", "is_signed", "is_pinned", "is_shared",
+    "is_set_to", "is_same_size", "is_nonzero", "equal", "numpy", "dim_order",
+    "untyped_storage", "storage", "register_hook", "register_post_accumulate_grad_hook",
+    "is_inference", "has_names", "__len__", "nbytes", "itemsize", "is_coalesced",
+})
+NON_TENSOR_ATTRIBUTES = frozenset({
+    "shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout",
+    "is_leaf", "is_sparse", "is_quantized", "is_meta", "is_mps", "is_xpu",
+    "names", "grad_fn", "output_nr", "_version", "nbytes", "itemsize", "is_nested",
+})
+VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+
+# Single-tensor results. Receiving one of these methods is also evidence that
+# the receiver is a tensor (they don't exist on Python builtins or modules).
+TENSOR_METHODS = frozenset({
+    "abs", "absolute", "acos", "acosh", "add", "addbmm", "addcdiv", "addcmul", "addmm",
+    "addmv", "addr", "all", "amax", "amin", "angle", "any", "argmax", "argmin",
+    "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bernoulli",
+    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "bmm", "ceil",
+    "cholesky", "clamp", "clamp_max", "clamp_min", "clip", "clone", "cos", "cosh",
+    "count_nonzero", "cross", "cumprod", "cumsum", "deg2rad", "det", "diag",
+    "diag_embed", "diff", "digamma", "dist", "div", "divide", "dot", "eq", "erf", "erfc",
+    "erfinv", "exp", "exp2", "expm1", "fix", "flip", "fliplr", "flipud", "floor",
+    "floor_divide", "fmod", "frac", "gather", "ge", "ger", "gt", "hardshrink",
+    "heaviside", "index_add", "index_copy", "index_fill", "index_put", "index_select",
+    "inverse", "isclose", "isfinite", "isinf", "isnan", "kron", "le", "lerp",
+    "lgamma", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp",
+    "logcumsumexp", "logdet", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "logit", "logsumexp", "lt", "masked_fill", "masked_scatter",
+    "masked_select", "matmul", "matrix_exp", "matrix_power", "maximum", "mean", "minimum",
+    "mm", "mul", "multiply", "mv", "nan_to_num", "nanmean", "nansum", "narrow_copy",
+    "ne", "neg", "negative", "new_empty", "new_full", "new_ones", "new_tensor",
+    "new_zeros", "norm", "outer", "pinverse", "pow", "prod", "rad2deg", "reciprocal",
+    "relu", "remainder", "renorm", "repeat", "repeat_interleave", "roll", "rot90",
+    "round", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "sgn", "sigmoid",
+    "sign", "signbit", "sin", "sinc", "sinh", "slice_scatter", "softmax", "sqrt",
+    "square", "std", "sub", "subtract", "sum", "sum_to_size", "take", "take_along_dim",
+    "tan", "tanh", "tile", "trace", "tril", "triu", "true_divide", "trunc", "var",
+    "where", "xlogy", "to_dense", "to_sparse", "coalesce", "nonzero", "long", "int",
+    "short", "char", "byte", "bool", "cfloat", "cdouble", "sigmoid", "silu",
+    "masked_fill", "index_reduce", "put", "new", "pin_memory", "requires_grad_",
+    "sort_values", "msort", "argwhere", "isreal", "positive", "fmax", "fmin", "hypot",
+    "igamma", "log_normal", "logical_not", "mvlgamma", "polygamma", "i0", "sinc",
+    "xlogy", "copysign", "nextafter", "ldexp", "float_power", "true_divide", "cov",
+    "corrcoef", "histc", "bincount", "cumulative_trapezoid", "diagonal_scatter",
+    "select_scatter", "as_strided_scatter", "max", "min", "median", "nanmedian",
+})
+# Tensor-only method names that are evidence even on an unknown receiver:
+# torch-specific names absent from NumPy arrays, builtins and nn.Module.
+STRONG_TENSOR_METHODS = frozenset({
+    "detach", "clone", "contiguous", "t", "mm", "bmm", "view", "view_as", "expand",
+    "expand_as", "unsqueeze", "narrow", "permute", "masked_fill", "masked_scatter",
+    "index_select", "index_add", "index_copy", "index_fill", "new_zeros", "new_ones",
+    "new_empty", "new_full", "new_tensor", "type_as", "reshape_as", "unflatten",
+    "addmm", "addcmul", "addcdiv", "baddbmm", "matmul", "numel", "dim", "data_ptr",
+    "is_contiguous", "element_size", "storage_offset", "stride", "sum_to_size",
+    "scatter_add", "logsumexp", "sigmoid", "relu", "softmax", "log_softmax", "clamp",
+    "clamp_min", "clamp_max", "pow", "exp", "log", "mul", "div", "sub", "add", "neg",
+    "rsqrt", "sqrt", "tanh", "abs", "sign", "norm", "repeat_interleave", "gather",
+    "scatter", "mv", "flip", "roll", "tril", "triu", "to_dense", "coalesce",
+    "register_hook", "untyped_storage", "requires_grad_", "retain_grad", "backward",
+    "numpy",
+})
+# Tensor-only attributes that are evidence on an unknown receiver.
+STRONG_TENSOR_ATTRIBUTES = frozenset({
+    "requires_grad", "is_cuda", "grad_fn", "is_leaf", "grad", "mT", "mH", "layout",
+    "is_sparse", "is_quantized", "_version",
+})
+
+# In-place methods ending in `_` that do not change the tensor's values.
+NOT_INPLACE_METHODS = frozenset({
+    "requires_grad_", "share_memory_", "retain_grad", "rename_", "refine_names_",
+    "record_stream", "is_set_to", "_fix_weakref",
+})
+
+# ---------------------------------------------------------------------------
+# torch.* functions (qualified names without the leading "torch.")
+# ---------------------------------------------------------------------------
+
+# Namespaces whose lowercase functions return tensors.
+TENSOR_NAMESPACES = frozenset({
+    "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special",
+    "torch.sparse", "torch.nested",
+})
+# Namespaces that never give tensors we can judge (results unknown).
+UNKNOWN_NAMESPACES = (
+    "torch.cuda", "torch.distributed", "torch.backends", "torch.jit", "torch.utils",
+    "torch.autograd", "torch.nn.modules", "torch.nn.parameter", "torch.optim",
+    "torch.ops", "torch.library", "torch.compiler", "torch._", "torch.fx",
+    "torch.export", "torch.onnx", "torch.testing", "torch.profiler", "torch.hub",
+    "torch.amp", "torch.random", "torch.mps", "torch.xpu", "torch.cpu",
+    "torch.overrides", "torch.func", "torch.multiprocessing", "torch.quantization",
+    "torch.ao",
+)
+NON_TENSOR_FUNCTIONS = frozenset({
+    "torch.is_tensor", "torch.is_storage", "torch.is_grad_enabled",
+    "torch.is_inference_mode_enabled", "torch.is_floating_point", "torch.is_complex",
+    "torch.is_nonzero", "torch.numel", "torch.get_default_dtype", "torch.Size",
+    "torch.device", "torch.dtype", "torch.finfo", "torch.iinfo", "torch.typename",
+    "torch.result_type", "torch.promote_types", "torch.can_cast",
+    "torch.broadcast_shapes", "torch.get_num_threads", "torch.equal", "torch.allclose",
+    "torch.is_same_size", "torch.are_deterministic_algorithms_enabled",
+    "torch.is_autocast_enabled", "torch.get_autocast_gpu_dtype", "torch.no_grad",
+    "torch.enable_grad", "torch.set_grad_enabled", "torch.inference_mode",
+    "torch.autocast", "torch.is_anomaly_enabled", "torch.get_default_device",
+    "torch.is_deterministic_algorithms_warn_only_enabled", "torch.compile",
+    "torch.is_warn_always_enabled", "torch.get_float32_matmul_precision",
+    "torch.manual_seed", "torch.seed", "torch.initial_seed", "torch.Generator",
+    "torch.Stream", "torch.Event", "torch.set_default_dtype", "torch.save",
+    "torch.load", "torch.set_printoptions", "torch.get_num_interop_threads",
+    "torch.cuda.is_available", "torch.cuda.device_count",
+    "torch.cuda.current_device", "torch.cuda.current_stream",
+    "torch.autograd.grad_mode.no_grad",
+})
+# Results that are tensors but that RULES.md says to treat as opaque
+# (random-number-generator states are saved on ctx by design).
+OPAQUE_FUNCTIONS = frozenset({
+    "torch.get_rng_state", "torch.cuda.get_rng_state", "torch.cuda.get_rng_state_all",
+    "torch.random.get_rng_state", "torch.empty_strided",
+})
+# Functions returning a tuple/list of tensors.
+SEQUENCE_FUNCTIONS = frozenset({
+    "torch.split", "torch.chunk", "torch.unbind", "torch.tensor_split", "torch.hsplit",
+    "torch.vsplit", "torch.dsplit", "torch.split_with_sizes", "torch.sort",
+    "torch.topk", "torch.kthvalue", "torch.mode", "torch.aminmax", "torch.cummax",
+    "torch.cummin", "torch.frexp", "torch.slogdet", "torch.qr", "torch.svd",
+    "torch.lu", "torch.geqrf", "torch.triangular_solve", "torch.histogram",
+    "torch.histogramdd", "torch.var_mean", "torch.std_mean", "torch.broadcast_tensors",
+    "torch.meshgrid", "torch.gradient", "torch.lu_unpack", "torch.unique_consecutive",
+    "torch.autograd.grad", "torch.linalg.eigh", "torch.linalg.eig", "torch.linalg.qr",
+    "torch.linalg.svd", "torch.linalg.slogdet", "torch.linalg.lu",
+    "torch.linalg.lu_factor", "torch.linalg.lu_factor_ex", "torch.linalg.lstsq",
+    "torch.linalg.inv_ex", "torch.linalg.cholesky_ex", "torch.linalg.ldl_factor",
+    "torch.linalg.ldl_factor_ex", "torch.linalg.solve_ex", "torch.atleast_1d",
+    "torch.atleast_2d", "torch.atleast_3d", "torch.nn.functional.max_pool1d_with_indices",
+    "torch.nn.functional.max_pool2d_with_indices",
+    "torch.nn.functional.max_pool3d_with_indices",
+    "torch.nn.functional.multi_head_attention_forward", "torch.lobpcg",
+})
+SEQUENCE_WITH_DIM_FUNCTIONS = frozenset({
+    "torch.max", "torch.min", "torch.median", "torch.nanmedian",
+})
+# Keyword arguments that turn a tensor result into a tuple.
+TUPLE_FLAGS = frozenset({"return_indices", "return_inverse", "return_counts", "as_tuple",
+                         "return_complex_indices"})
+# Functions that view their first argument.
+VIEW_FUNCTIONS = frozenset({
+    "torch.transpose", "torch.reshape", "torch.squeeze", "torch.unsqueeze",
+    "torch.narrow", "torch.select", "torch.flatten", "torch.unflatten",
+    "torch.movedim", "torch.moveaxis", "torch.swapaxes", "torch.swapdims", "torch.t",
+    "torch.permute", "torch.as_strided", "torch.diagonal", "torch.detach",
+    "torch.view_as_real", "torch.view_as_complex", "torch.real", "torch.imag",
+    "torch.conj", "torch.resolve_conj", "torch.resolve_neg", "torch.adjoint",
+})
+VIEW_SEQUENCE_FUNCTIONS = frozenset({
+    "torch.split", "torch.chunk", "torch.unbind", "torch.tensor_split",
+    "torch.hsplit", "torch.vsplit", "torch.dsplit", "torch.split_with_sizes",
+})
+# Functions whose first argument must be a tensor: evidence that an input is
+# a tensor when it is passed there.
+TENSOR_ARG_FUNCTIONS = frozenset({
+    "torch.exp", "torch.log", "torch.sigmoid", "torch.tanh", "torch.relu",
+    "torch.matmul", "torch.mm", "torch.bmm", "torch.abs", "torch.sqrt", "torch.rsqrt",
+    "torch.sum", "torch.mean", "torch.clamp", "torch.softmax", "torch.log_softmax",
+    "torch.sin", "torch.cos", "torch.addmm", "torch.baddbmm", "torch.transpose",
+    "torch.flatten", "torch.squeeze", "torch.unsqueeze", "torch.narrow",
+    "torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like",
+    "torch.rand_like", "torch.randn_like", "torch.masked_fill", "torch.gather",
+    "torch.index_select", "torch.erf", "torch.cumsum", "torch.logsumexp",
+    "torch.nn.functional.linear", "torch.nn.functional.conv1d",
+    "torch.nn.functional.conv2d", "torch.nn.functional.conv3d",
+    "torch.nn.functional.relu", "torch.nn.functional.gelu", "torch.nn.functional.silu",
+    "torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
+    "torch.nn.functional.layer_norm", "torch.nn.functional.embedding",
+    "torch.nn.functional.dropout", "torch.nn.functional.pad",
+    "torch.nn.functional.scaled_dot_product_attention",
+})
+# Functions where every positional tensor-position argument is a tensor.
+ALL_TENSOR_ARGS_FUNCTIONS = frozenset({
+    "torch.matmul", "torch.mm", "torch.bmm", "torch.nn.functional.linear",
+    "torch.addmm", "torch.baddbmm",
+})
+
+# Collectives that write into a tensor argument in place (argument index).
+INPLACE_COLLECTIVES: dict[str, int] = {
+    "torch.distributed.all_reduce": 0,
+    "torch.distributed.broadcast": 0,
+    "torch.distributed.reduce": 0,
+    "torch.distributed.all_gather_into_tensor": 0,
+    "torch.distributed.reduce_scatter_tensor": 0,
+    "torch.distributed._all_gather_base": 0,
+    "torch.distributed._reduce_scatter_base": 0,
+    "torch.distributed.all_to_all_single": 0,
+    "torch.distributed.recv": 0,
+    "torch.distributed.irecv": 0,
+    "torch.distributed.scatter": 0,
+}
+
+# Python builtins whose result is never a tensor.
+NON_TENSOR_BUILTINS = frozenset({
+    "len", "int", "float", "bool", "str", "bytes", "complex", "isinstance",
+    "issubclass", "callable", "hasattr", "id", "hash", "repr", "type", "range",
+    "enumerate", "zip", "dict", "set", "frozenset", "print", "format", "ord", "chr",
+    "divmod", "bin", "hex", "oct", "slice", "object", "super", "vars", "dir",
+    "globals", "locals", "iter",
+})
+# Builtins producing a Python sequence (never a tensor).
+SEQUENCE_BUILTINS = frozenset({"tuple", "list"})
+
+# Annotations.
+TENSOR_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor", "torch.FloatTensor",
+                                "torch.DoubleTensor", "torch.HalfTensor",
+                                "torch.BFloat16Tensor", "torch.LongTensor",
+                                "torch.IntTensor", "torch.BoolTensor",
+                                "torch.ByteTensor", "torch.cuda.FloatTensor",
+                                "torch.nn.Parameter", "Parameter"})
+SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "builtins.int",
+                                "builtins.float", "builtins.bool", "builtins.str"})
+
+
+def is_tensor_class(qualname: str) -> bool:
+    """torch.Tensor, torch.FloatTensor, torch.cuda.HalfTensor, ..."""
+    last = qualname.rsplit(".", 1)[-1]
+    return qualname.startswith("torch.") and last.endswith("Tensor") and last[:1].isupper()
+
+
+def is_unknown_namespace(qualname: str) -> bool:
+    return qualname.startswith(UNKNOWN_NAMESPACES)
+
+
+def namespace_of(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[0] if "." in qualname else ""

@@ -1,0 +1,134 @@
+"""Abstract values: what the analysis knows about one expression's result."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"  # one tensor, certainly
+    TENSORS = "tensors"  # a tuple/list/dict holding tensors
+    TENSORISH = "tensorish"  # a tensor or a container of tensors
+    NONTENSOR = "nontensor"  # certainly not a tensor and not None
+    NONE = "none"  # the None constant
+    UNKNOWN = "unknown"
+
+    @property
+    def holds_tensor(self) -> bool:
+        return self in (Kind.TENSOR, Kind.TENSORS, Kind.TENSORISH)
+
+
+_TENSOR_FAMILY = frozenset({Kind.TENSOR, Kind.TENSORS, Kind.TENSORISH})
+_SINGLE_KINDS = frozenset({Kind.TENSOR, Kind.NONE, Kind.NONTENSOR})
+
+
+def join_kinds(a: Kind, b: Kind) -> Kind:
+    if a is b:
+        return a
+    if a is Kind.NONE:
+        return b
+    if b is Kind.NONE:
+        return a
+    if a in _TENSOR_FAMILY and b in _TENSOR_FAMILY:
+        return Kind.TENSORISH
+    return Kind.UNKNOWN
+
+
+@dataclass(frozen=True)
+class Value:
+    """The abstract result of an expression.
+
+    roots: the root tensors this value may be, or may be a view of
+        ("input:x", "grad:g", "saved"): the alias facts of RULES.md.
+    elems: the elements when the value is a tuple of known length.
+    seq: the value is a Python tuple/list/dict/set, never a tensor.
+    literal: a non-None literal constant (`0`, `1.0`, `"s"`, `-1`).
+    maybe_none: the value may also be None (an Optional).
+    src: where the value comes from ("ctx", "input:x", "output", "inputs",
+        "saved", "rng"), for messages and severities.
+    """
+
+    kind: Kind = Kind.UNKNOWN
+    roots: frozenset[str] = frozenset()
+    elems: tuple["Value", ...] | None = None
+    seq: bool = False
+    literal: bool = False
+    maybe_none: bool = False
+    src: str | None = None
+    text: str | None = None  # the literal's source text, for messages
+    single: bool = False  # certainly one object, not a tuple (`x * 3`)
+
+    @property
+    def is_none(self) -> bool:
+        return self.kind is Kind.NONE
+
+    @property
+    def definitely_not_none(self) -> bool:
+        return self.kind is not Kind.NONE and not self.maybe_none and self.kind is not Kind.UNKNOWN
+
+    def with_roots(self, roots: frozenset[str]) -> "Value":
+        return replace(self, roots=roots)
+
+    def arity(self) -> int | None:
+        """How many values a `return` of this value hands to autograd."""
+        if self.elems is not None:
+            return len(self.elems)
+        if self.seq:
+            return None
+        if self.single or self.kind in (Kind.TENSOR, Kind.NONE, Kind.NONTENSOR):
+            return 1
+        return None
+
+
+UNKNOWN = Value()
+NONE = Value(Kind.NONE)
+NONTENSOR = Value(Kind.NONTENSOR)
+TENSOR = Value(Kind.TENSOR)
+
+
+def join(a: Value, b: Value) -> Value:
+    """The value of an expression that may be `a` on one path and `b` on another."""
+    if a == b:
+        return a
+    kind = join_kinds(a.kind, b.kind)
+    elems = None
+    if a.elems is not None and b.elems is not None and len(a.elems) == len(b.elems):
+        elems = tuple(join(x, y) for x, y in zip(a.elems, b.elems))
+    maybe_none = (a.maybe_none or b.maybe_none or a.kind is Kind.NONE or b.kind is Kind.NONE)
+    return Value(
+        kind=kind,
+        roots=a.roots | b.roots,
+        elems=elems,
+        seq=a.seq and b.seq,
+        literal=a.literal and b.literal,
+        maybe_none=maybe_none and kind is not Kind.NONE,
+        src=a.src if a.src == b.src else None,
+        text=a.text if a.text == b.text else None,
+        single=(a.single or a.kind in _SINGLE_KINDS) and (b.single or b.kind in _SINGLE_KINDS),
+    )
+
+
+def tuple_of(elems: list[Value] | tuple[Value, ...], *, known: bool = True) -> Value:
+    """A tuple display (or another sequence) of these element values."""
+    elems = tuple(elems)
+    kinds = {e.kind for e in elems}
+    if kinds & _TENSOR_FAMILY:
+        kind = Kind.TENSORS
+    elif kinds <= {Kind.NONTENSOR, Kind.NONE} and elems:
+        kind = Kind.NONTENSOR
+    else:
+        kind = Kind.UNKNOWN
+    roots: frozenset[str] = frozenset().union(*(e.roots for e in elems)) if elems else frozenset()
+    return Value(kind=kind, roots=roots, elems=elems if known else None, seq=True)
+
+
+def element_of(container: Value) -> Value:
+    """The value of one unknown element of a container (a loop target)."""
+    if container.elems:
+        out = container.elems[0]
+        for item in container.elems[1:]:
+            out = join(out, item)
+        return out
+    if container.kind in (Kind.TENSORS, Kind.TENSORISH):
+        return Value(Kind.TENSOR, roots=container.roots)
+    return Value(Kind.UNKNOWN, roots=container.roots)

@@ -1,0 +1,264 @@
+"""The `autograd-lint` command line.
+
+    autograd-lint check [PATH ...]   lint files and directories (default: .)
+    autograd-lint rules              list the rules
+    autograd-lint rule CODE          explain one rule
+
+Exit status: 0 no findings, 1 findings, 2 usage, configuration or internal
+error. User mistakes get one line on stderr, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn, Sequence, TextIO
+
+from . import __version__
+from .config import (ConfigError, ConfigFinder, FileConfig, Selection, drop_matching,
+                     load_config_file, matches_any, resolve_codes, validate_selector)
+from .registry import RULES
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+COMMANDS = ("check", "rules", "rule")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message} (see `{self.prog} --help`)")
+
+
+def _codes_arg(text: str) -> list[str]:
+    return [part for part in text.replace(" ", ",").split(",") if part]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="autograd-lint",
+                     description="Find bugs in custom torch.autograd.Function classes.")
+    parser.add_argument("--version", action="version", version=f"autograd-lint {__version__}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    check = commands.add_parser("check", help="lint files and directories",
+                                description="Lint Python files for autograd.Function bugs.")
+    check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
+    check.add_argument("--format", choices=("text", "json"), default="text",
+                       help="output format (default: text)")
+    check.add_argument("--select", type=_codes_arg, action="append", metavar="CODES",
+                       help="rules to enable: codes, prefixes (AGF0) or ALL; replaces the default")
+    check.add_argument("--extend-select", type=_codes_arg, action="append", metavar="CODES",
+                       help="rules to enable on top of the selection")
+    check.add_argument("--ignore", type=_codes_arg, action="append", metavar="CODES",
+                       help="rules to disable")
+    check.add_argument("--exclude", type=_codes_arg, action="append", metavar="GLOBS",
+                       help="paths to skip (replaces the configured exclude)")
+    check.add_argument("--extend-exclude", type=_codes_arg, action="append", metavar="GLOBS",
+                       help="paths to skip, on top of the configured ones")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply exclusions to files named on the command line too")
+    check.add_argument("--config", metavar="FILE",
+                       help="use this pyproject.toml instead of searching for one")
+    check.add_argument("--isolated", action="store_true",
+                       help="ignore every configuration file")
+    check.add_argument("--statistics", action="store_true",
+                       help="print a count per rule instead of the findings")
+    check.add_argument("--no-cache", action="store_true",
+                       help="do not read or write the cache")
+    check.add_argument("-q", "--quiet", action="store_true",
+                       help="print findings only, no summary line")
+
+    rules = commands.add_parser("rules", help="list the rules")
+    rules.add_argument("--format", choices=("text", "json"), default="text")
+
+    rule = commands.add_parser("rule", help="explain a rule")
+    rule.add_argument("code", help="a rule code (AGF001) or name (ctx-tensor-attribute)")
+    return parser
+
+
+def _flatten(groups: list[list[str]] | None) -> list[str]:
+    return [item for group in groups or [] for item in group]
+
+
+# ---------------------------------------------------------------------------
+# check
+# ---------------------------------------------------------------------------
+class _Plan:
+    """Configuration for each file of a `check` run."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.cwd = Path(os.getcwd())
+        self.finder: ConfigFinder | None = None
+        self.fixed: FileConfig | None = None
+        if args.isolated:
+            self.fixed = FileConfig(root=self.cwd)
+        elif args.config:
+            self.fixed = load_config_file(Path(args.config))
+        else:
+            self.finder = ConfigFinder(self.cwd)
+        select = _flatten(args.select) if args.select is not None else None
+        self.cli = Selection(
+            select=[validate_selector(s, "--select") for s in select] if select is not None else None,
+            extend_select=[validate_selector(s, "--extend-select")
+                           for s in _flatten(args.extend_select)],
+            ignore=[validate_selector(s, "--ignore") for s in _flatten(args.ignore)],
+        )
+        self.exclude = _flatten(args.exclude) if args.exclude is not None else None
+        self.extend_exclude = _flatten(args.extend_exclude)
+        self._codes: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
+
+    def config_for(self, path: Path) -> FileConfig:
+        if self.fixed is not None:
+            return self.fixed
+        assert self.finder is not None
+        return self.finder.for_path(path)
+
+    def excluded(self, path: Path) -> bool:
+        config = self.config_for(path)
+        if self.exclude is not None:
+            patterns = [*self.exclude, *config.extend_exclude, *self.extend_exclude]
+            return bool(patterns) and matches_any(path, patterns, config.root)
+        return config.is_excluded(path, self.extend_exclude)
+
+    def codes_for(self, path: Path) -> frozenset[str]:
+        config = self.config_for(path)
+        ignored = frozenset(config.ignored_for(path))
+        key = (id(config), ignored)
+        if key not in self._codes:
+            codes = resolve_codes([config.selection, self.cli])
+            self._codes[key] = drop_matching(codes, ignored)
+        return self._codes[key]
+
+
+def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
+    from .engine import SourceInput
+    from .files import iter_python_files
+
+    raw = args.paths or ["."]
+    for raw_path in raw:
+        if not os.path.exists(raw_path):
+            raise ConfigError(f"path not found: {raw_path}")
+    inputs: list[SourceInput] = []
+    seen: set[Path] = set()
+
+    def add(path: Path) -> None:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            inputs.append(SourceInput(path, str(path), plan.codes_for(path)))
+
+    for raw_path in raw:
+        path = Path(raw_path)
+        if path.is_dir():
+            for found in iter_python_files(path, plan.excluded):
+                add(found)
+        elif not (args.force_exclude and plan.excluded(path)):
+            add(path)
+    return inputs
+
+
+def run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .engine import lint_inputs
+    from .output import render_statistics, render_text, statistics, summary_line
+
+    plan = _Plan(args)
+    inputs = _collect_inputs(args, plan)
+    result = lint_inputs(inputs)
+    findings = result.findings
+    if args.format == "json":
+        import json
+
+        if args.statistics:
+            json.dump(statistics(findings), out, indent=2)
+        else:
+            json.dump([f.to_json() for f in findings], out, indent=2)
+        out.write("\n")
+    elif args.statistics:
+        render_statistics(findings, out)
+    else:
+        render_text(findings, out)
+        if not args.quiet:
+            out.write(summary_line(findings, result.files_checked) + "\n")
+    for path, message in result.errors:
+        err.write(f"autograd-lint: error: {path}: {message}\n")
+    if result.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+# ---------------------------------------------------------------------------
+# rules / rule
+# ---------------------------------------------------------------------------
+def run_rules(args: argparse.Namespace, out: TextIO) -> int:
+    from .registry import all_rules
+
+    rows = list(all_rules())
+    if args.format == "json":
+        import json
+
+        json.dump([{"code": r.code, "name": r.name, "severity": r.severity,
+                    "default": r.default, "summary": r.summary} for r in rows], out, indent=2)
+        out.write("\n")
+        return EXIT_CLEAN
+    width = max(len(r.name) for r in rows)
+    for r in rows:
+        state = "" if r.default else "  (off by default)"
+        out.write(f"{r.code}  {r.name:<{width}}  {r.severity:<7}  {r.summary}{state}\n")
+    return EXIT_CLEAN
+
+
+def run_rule(args: argparse.Namespace, out: TextIO) -> int:
+    from .docs import rule_page
+    from .registry import lookup
+
+    rule = lookup(args.code)
+    if rule is None:
+        raise ConfigError(f"unknown rule {args.code!r} (see `autograd-lint rules`)")
+    out.write(rule_page(rule))
+    return EXIT_CLEAN
+
+
+# ---------------------------------------------------------------------------
+# main
+# ---------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    # `autograd-lint src/` means `autograd-lint check src/`.
+    if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
+        args_list.insert(0, "check")
+    out, err = sys.stdout, sys.stderr
+    try:
+        parser = build_parser()
+        args = parser.parse_args(args_list)
+        if args.command is None:
+            parser.print_help(err)
+            return EXIT_ERROR
+        if args.command == "check":
+            return run_check(args, out, err)
+        if args.command == "rules":
+            return run_rules(args, out)
+        return run_rule(args, out)
+    except ConfigError as exc:
+        err.write(f"autograd-lint: error: {exc}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        err.write("autograd-lint: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        # `autograd-lint check | head`: stop quietly.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - last resort: one line, exit 2
+        if os.environ.get("AUTOGRAD_LINT_DEBUG"):
+            raise
+        err.write(f"autograd-lint: internal error: {type(exc).__name__}: {exc} "
+                  "(set AUTOGRAD_LINT_DEBUG=1 for a traceback)\n")
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

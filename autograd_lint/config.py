@@ -1,0 +1,236 @@
+"""Configuration: rule selection and `[tool.autograd-lint]` in pyproject.toml.
+
+Selection follows ruff: `select` replaces the set chosen so far, `extend-select`
+adds to it, `ignore` removes from it; between a selector and an ignore that
+both match a rule, the more specific (longer) one wins, and an ignore wins a
+tie. The configuration file is one layer, the command line a second one on
+top of it.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .registry import RULES, default_codes
+
+CONFIG_TABLE = "autograd-lint"
+CONFIG_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude",
+               "per-file-ignores")
+
+
+class ConfigError(Exception):
+    """A user mistake in configuration or on the command line (exit 2)."""
+
+
+# ---------------------------------------------------------------------------
+# Selectors
+# ---------------------------------------------------------------------------
+def validate_selector(selector: str, where: str) -> str:
+    """Normalise a selector (code, code prefix or ALL) or raise ConfigError."""
+    text = selector.strip().upper()
+    if text == "ALL":
+        return text
+    if text and any(code.startswith(text) for code in RULES):
+        return text
+    raise ConfigError(f"{where}: unknown rule code or prefix {selector.strip()!r} "
+                      f"(see `autograd-lint rules`)")
+
+
+def _specificity(selector: str) -> int:
+    return 0 if selector == "ALL" else len(selector)
+
+
+def _best_match(code: str, selectors: Iterable[str]) -> int:
+    best = -1
+    for selector in selectors:
+        if selector == "ALL" or code.startswith(selector):
+            best = max(best, _specificity(selector))
+    return best
+
+
+@dataclass
+class Selection:
+    """One layer of rule selection (a config file or the command line)."""
+
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+
+    def apply(self, current: frozenset[str]) -> frozenset[str]:
+        selectors = [*(self.select or []), *self.extend_select]
+        carried = current if self.select is None else frozenset()
+        chosen: set[str] = set()
+        for code in RULES:
+            picked = _best_match(code, selectors)
+            dropped = _best_match(code, self.ignore)
+            if dropped >= 0 and dropped >= picked:
+                continue
+            if picked >= 0 or code in carried:
+                chosen.add(code)
+        return frozenset(chosen)
+
+
+def drop_matching(codes: frozenset[str], selectors: Iterable[str]) -> frozenset[str]:
+    """The codes that no selector (code, prefix or ALL) matches."""
+    selectors = list(selectors)
+    return frozenset(c for c in codes if _best_match(c, selectors) < 0)
+
+
+def resolve_codes(layers: Iterable[Selection]) -> frozenset[str]:
+    codes = default_codes()
+    for layer in layers:
+        codes = layer.apply(codes)
+    return codes
+
+
+# ---------------------------------------------------------------------------
+# pyproject.toml
+# ---------------------------------------------------------------------------
+@dataclass
+class FileConfig:
+    """The `[tool.autograd-lint]` table of one pyproject.toml (or defaults)."""
+
+    root: Path  # paths in the table are relative to this directory
+    source: Path | None = None  # the pyproject.toml it came from
+    selection: Selection = field(default_factory=Selection)
+    exclude: list[str] | None = None
+    extend_exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+
+    def is_excluded(self, path: Path, extra: Iterable[str] = ()) -> bool:
+        patterns = [*(self.exclude or []), *self.extend_exclude, *extra]
+        return bool(patterns) and matches_any(path, patterns, self.root)
+
+    def ignored_for(self, path: Path) -> set[str]:
+        ignored: set[str] = set()
+        for pattern, selectors in self.per_file_ignores.items():
+            if matches_any(path, [pattern], self.root):
+                ignored.update(selectors)
+        return ignored
+
+
+def matches_any(path: Path, patterns: Iterable[str], root: Path) -> bool:
+    """ruff-style matching: the path relative to root, any parent, or the name."""
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    try:
+        relative = absolute.relative_to(root).as_posix()
+    except ValueError:
+        relative = absolute.as_posix()
+    candidates = {relative, absolute.as_posix(), path.name}
+    parts = relative.split("/")
+    candidates.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if any(fnmatch.fnmatchcase(c, pattern) for c in candidates):
+            return True
+    return False
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    try:
+        import tomllib  # Python >= 3.11
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _string_list(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+    return value
+
+
+def parse_table(table: Any, source: Path) -> FileConfig:
+    where = f"{source}: [tool.{CONFIG_TABLE}]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    unknown = sorted(set(table) - set(CONFIG_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} "
+                          f"(known keys: {', '.join(CONFIG_KEYS)})")
+    config = FileConfig(root=source.parent, source=source)
+    if "select" in table:
+        config.selection.select = [validate_selector(s, f"{where} select")
+                                   for s in _string_list(table["select"], f"{where} select")]
+    config.selection.extend_select = [
+        validate_selector(s, f"{where} extend-select")
+        for s in _string_list(table.get("extend-select", []), f"{where} extend-select")]
+    config.selection.ignore = [
+        validate_selector(s, f"{where} ignore")
+        for s in _string_list(table.get("ignore", []), f"{where} ignore")]
+    if "exclude" in table:
+        config.exclude = _string_list(table["exclude"], f"{where} exclude")
+    config.extend_exclude = _string_list(table.get("extend-exclude", []),
+                                         f"{where} extend-exclude")
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError(f"{where} per-file-ignores: expected a table of pattern = [codes]")
+    for pattern, selectors in per_file.items():
+        key = f"{where} per-file-ignores {pattern!r}"
+        config.per_file_ignores[pattern] = [validate_selector(s, key)
+                                            for s in _string_list(selectors, key)]
+    return config
+
+
+def load_config_file(path: Path) -> FileConfig:
+    """Read `[tool.autograd-lint]` from a pyproject.toml given explicitly."""
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    data = _load_toml(path)
+    table = data.get("tool", {}).get(CONFIG_TABLE, {}) if path.name == "pyproject.toml" else data
+    return parse_table(table, path.resolve())
+
+
+class ConfigFinder:
+    """Finds the nearest pyproject.toml with a `[tool.autograd-lint]` table."""
+
+    def __init__(self, fallback_root: Path) -> None:
+        self._cache: dict[Path, FileConfig | None] = {}
+        self._fallback = FileConfig(root=fallback_root)
+
+    @property
+    def fallback(self) -> FileConfig:
+        return self._fallback
+
+    def for_path(self, path: Path) -> FileConfig:
+        start = path.resolve()
+        directory = start if start.is_dir() else start.parent
+        found = self._lookup(directory)
+        return found if found is not None else self._fallback
+
+    def _lookup(self, directory: Path) -> FileConfig | None:
+        visited: list[Path] = []
+        result: FileConfig | None = None
+        current: Path | None = directory
+        while current is not None:
+            if current in self._cache:
+                result = self._cache[current]
+                break
+            visited.append(current)
+            candidate = current / "pyproject.toml"
+            if candidate.is_file():
+                data = _load_toml(candidate)
+                tool = data.get("tool", {})
+                if isinstance(tool, dict) and CONFIG_TABLE in tool:
+                    result = parse_table(tool[CONFIG_TABLE], candidate)
+                    break
+            parent = current.parent
+            current = parent if parent != current else None
+        for directory_seen in visited:
+            self._cache[directory_seen] = result
+        return result
+
+
+def cwd() -> Path:
+    return Path(os.getcwd())

@@ -1,0 +1,49 @@
+"""Which files a run checks: explicit files, and `.py` files under directories."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Iterator
+
+# ruff's default exclusions, plus caches of our own.
+DEFAULT_EXCLUDES = frozenset({
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
+    ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype",
+    ".ruff_cache", ".svn", ".tox", ".venv", ".vscode", "__pypackages__", "_build",
+    "buck-out", "build", "dist", "node_modules", "site-packages", "venv", "__pycache__",
+    ".autograd_lint_cache",
+})
+
+
+def _is_virtualenv(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
+
+
+def iter_python_files(root: Path, excluded: Callable[[Path], bool]) -> Iterator[Path]:
+    """`.py` files under `root`, sorted, skipping excluded and hidden-tool dirs."""
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs: list[Path] = []
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                if entry.name in DEFAULT_EXCLUDES or entry.name.endswith(".egg-info") \
+                        or _is_virtualenv(entry.path) or excluded(path):
+                    continue
+                subdirs.append(path)
+            elif entry.name.endswith(".py") and not excluded(path):
+                try:
+                    if entry.is_file():
+                        yield path
+                except OSError:
+                    continue
+        stack.extend(reversed(subdirs))

@@ -1,0 +1,85 @@
+"""`# noqa` suppressions, ruff-style.
+
+`# noqa` on the reported line silences every finding there; `# noqa: AGF001,
+AGF006` only those codes. A comment `# autograd-lint: noqa` on a line of its own
+silences the whole file (`# autograd-lint: noqa: AGF008` only that code).
+"""
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+
+from .findings import Finding
+
+_LINE = re.compile(r"#\s*noqa(?![\w-])(?::\s*(?P<codes>[A-Za-z]+\d+(?:[\s,]+[A-Za-z]+\d+)*))?",
+                   re.IGNORECASE)
+_FILE = re.compile(r"#\s*autograd-lint\s*:\s*noqa(?::\s*(?P<codes>[A-Za-z]+\d+"
+                   r"(?:[\s,]+[A-Za-z]+\d+)*))?", re.IGNORECASE)
+_SPLIT = re.compile(r"[\s,]+")
+
+ALL = None  # a suppression without codes
+
+
+@dataclass
+class Suppressions:
+    lines: dict[int, frozenset[str] | None] = field(default_factory=dict)
+    file_codes: frozenset[str] | None = frozenset()  # None: the whole file
+
+    def suppressed(self, finding: Finding) -> bool:
+        if self.file_codes is None or finding.code in self.file_codes:
+            return True
+        if finding.line not in self.lines:
+            return False
+        codes = self.lines[finding.line]
+        return codes is None or finding.code in codes
+
+
+def _codes(text: str | None) -> frozenset[str] | None:
+    if not text:
+        return None
+    return frozenset(c.upper() for c in _SPLIT.split(text.strip()) if c)
+
+
+def _comments(source: str) -> list[tuple[int, str, bool]]:
+    """(line, comment text, comment is alone on its line) for every comment."""
+    found: list[tuple[int, str, bool]] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                alone = not token.line[: token.start[1]].strip()
+                found.append((token.start[0], token.string, alone))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        # Unterminated constructs: fall back to a plain scan of the lines.
+        for number, line in enumerate(source.splitlines(), 1):
+            index = line.find("#")
+            if index >= 0:
+                found.append((number, line[index:], not line[:index].strip()))
+    return found
+
+
+def parse_suppressions(source: str) -> Suppressions:
+    result = Suppressions()
+    if "noqa" not in source and "NOQA" not in source.upper():
+        return result
+    file_codes: set[str] = set()
+    for line, comment, alone in _comments(source):
+        if alone and (match := _FILE.search(comment)):
+            codes = _codes(match.group("codes"))
+            if codes is None:
+                result.file_codes = None
+                return result
+            file_codes.update(codes)
+            continue
+        if match := _LINE.search(comment):
+            result.lines[line] = _codes(match.group("codes"))
+    result.file_codes = frozenset(file_codes)
+    return result
+
+
+def filter_findings(findings: list[Finding], source: str | None) -> list[Finding]:
+    if not findings or source is None:
+        return findings
+    suppressions = parse_suppressions(source)
+    return [f for f in findings if not suppressions.suppressed(f)]

@@ -1,0 +1,170 @@
+"""Gradient arity and signatures: AGF101, AGF102, AGF107, AGF112, AGF114, AGF205.
+
+autograd checks these only at run time, on the first backward: backward must
+return one gradient per forward input, accept one gradient per forward
+output, and put `None` (never a number) where no gradient exists.
+"""
+from __future__ import annotations
+
+import ast
+
+from autograd_lint.analysis.function_facts import FunctionFacts
+from autograd_lint.analysis.interpreter import Return
+from autograd_lint.analysis.values import Kind, Value
+from autograd_lint.project import FunctionClass, Method
+
+from .base import Checker
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+class ArityChecker(Checker):
+    family = "arity"
+
+    def check_function(self, fn: FunctionClass, facts: FunctionFacts) -> None:
+        if fn.ctx_confused:
+            return  # input positions are unknowable; AGF104 reports the signature
+        forward = fn.forward
+        if forward is not None and forward.owner is fn and forward.node is not None:
+            self.agf112_keyword_only_input(fn, forward)
+        for name in ("backward", "vjp"):
+            method = fn.own.get(name)
+            if method is None or method.node is None or forward is None or forward.node is None:
+                continue
+            method_facts = facts.facts(name)
+            if method_facts is None or method_facts.has_yield:
+                continue
+            self.agf102_grad_output_arity(fn, facts, method)
+            if not method_facts.returns and method_facts.falls_through:
+                self.agf101_gradient_count_mismatch(fn, method, None, 1, method.node)
+            for ret in method_facts.returns:
+                self.agf101_gradient_count_mismatch(fn, method, ret, ret.value.arity(), ret.node)
+                self.agf205_backward_returns_literal(fn, method, ret)
+                self.agf114_gradient_for_non_tensor(fn, facts, method, ret)
+        if forward is not None and forward.node is not None:
+            self.agf107_needs_input_grad_index(fn)
+
+    # -- AGF101 ----------------------------------------------------------------
+    def agf101_gradient_count_mismatch(self, fn: FunctionClass, method: Method,
+                                       ret: Return | None, count: int | None,
+                                       node: ast.AST) -> None:
+        if count is None:
+            return
+        declared = len(fn.inputs)
+        required = fn.required_inputs
+        varargs = fn.has_varargs
+        detail = ""
+        if count < required:
+            pass
+        elif count < declared and not varargs:
+            optional = [a.arg for a in fn.inputs[count:]]
+            detail = (" (the optional " + ", ".join(f"`{n}`" for n in optional)
+                      + " included: autograd raises as soon as a caller passes "
+                      + ("it" if len(optional) == 1 else "them") + ")")
+        elif count > declared and not varargs:
+            extras = ret.value.elems[declared:] if ret and ret.value.elems is not None else ()
+            if not any(_definitely_not_none(v) for v in extras):
+                return
+            detail = " (extra gradients must be `None`)"
+        else:
+            return
+        got = "no value (None, one gradient)" if ret is None else _plural(count, "gradient")
+        names = ", ".join(f"`{a.arg}`" for a in fn.inputs)
+        expected = _plural(declared, "input") + (f" ({names})" if names else "")
+        if varargs:
+            expected = f"at least {_plural(required, 'input')}"
+        self.reporter.add("AGF101", node, function=fn.name, method=method.name, got=got,
+                          expected=expected, detail=detail)
+
+    # -- AGF102 ----------------------------------------------------------------
+    def agf102_grad_output_arity(self, fn: FunctionClass, facts: FunctionFacts,
+                                 method: Method) -> None:
+        if method.vararg is not None:
+            return
+        outputs = facts.output_count
+        if outputs is None:
+            return
+        grads = method.params[1:]
+        defaults = method.defaults
+        required = sum(1 for a in grads if a.arg not in defaults)
+        if required <= outputs <= len(grads):
+            return
+        self.reporter.add("AGF102", method.node, function=fn.name, method=method.name,  # type: ignore[arg-type]
+                          got=_plural(len(grads), "gradient argument"),
+                          expected=_plural(outputs, "output"), count=outputs)
+
+    # -- AGF107 ----------------------------------------------------------------
+    def agf107_needs_input_grad_index(self, fn: FunctionClass) -> None:
+        if fn.has_varargs or not self.enabled("AGF107"):
+            return
+        count = len(fn.inputs)
+        for method in fn.own.values():
+            ctx = fn.ctx_name(method)
+            if method.node is None or ctx is None:
+                continue
+            for node in ast.walk(method.node):
+                if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
+                        and node.value.attr == "needs_input_grad"
+                        and isinstance(node.value.value, ast.Name) and node.value.value.id == ctx):
+                    continue
+                index = _int_index(node.slice)
+                if index is None or -count <= index < count:
+                    continue
+                self.reporter.add("AGF107", node, function=fn.name, index=index,
+                                  inputs=_plural(count, "input"), count=count)
+
+    # -- AGF112 ----------------------------------------------------------------
+    def agf112_keyword_only_input(self, fn: FunctionClass, forward: Method) -> None:
+        kwonly = forward.node.args.kwonlyargs if forward.node else []
+        if not kwonly:
+            return
+        self.reporter.add("AGF112", forward.node, function=fn.name,  # type: ignore[arg-type]
+                          s="s" if len(kwonly) > 1 else "",
+                          names=", ".join(f"`{a.arg}`" for a in kwonly),
+                          them="them" if len(kwonly) > 1 else "it")
+
+    # -- AGF114 ----------------------------------------------------------------
+    def agf114_gradient_for_non_tensor(self, fn: FunctionClass, facts: FunctionFacts,
+                                       method: Method, ret: Return) -> None:
+        elems = ret.value.elems if ret.value.elems is not None else (
+            (ret.value,) if ret.value.arity() == 1 else None)
+        if elems is None:
+            return
+        for position, (arg, value) in enumerate(zip(fn.inputs, elems)):
+            if value.literal or not _definitely_not_none(value):
+                continue  # literals are AGF205's
+            reason = facts.non_tensor_reason(arg.arg)
+            if reason is None:
+                continue
+            self.reporter.add("AGF114", ret.node, function=fn.name, method=method.name,
+                              position=position, name=arg.arg, why=reason)
+            return
+
+    # -- AGF205 ----------------------------------------------------------------
+    def agf205_backward_returns_literal(self, fn: FunctionClass, method: Method,
+                                        ret: Return) -> None:
+        value = ret.value
+        candidates = list(enumerate(value.elems)) if value.elems is not None else [(None, value)]
+        for position, item in candidates:
+            if item.literal:
+                where = f" at position {position}" if position is not None else ""
+                self.reporter.add("AGF205", ret.node, function=fn.name, method=method.name,
+                                  literal=item.text or "literal", position=where)
+                return
+
+
+def _definitely_not_none(value: Value) -> bool:
+    if value.kind is Kind.NONE or value.maybe_none:
+        return False
+    return value.kind in (Kind.TENSOR, Kind.TENSORS, Kind.TENSORISH, Kind.NONTENSOR)
+
+
+def _int_index(node: ast.expr) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+            isinstance(node.operand, ast.Constant) and type(node.operand.value) is int:
+        return -node.operand.value
+    return None

@@ -1,0 +1,80 @@
+"""What every rule family shares: the reporter and the checker base class."""
+from __future__ import annotations
+
+import ast
+from typing import ClassVar
+
+from autograd_lint.analysis.function_facts import FunctionFacts
+from autograd_lint.findings import Finding
+from autograd_lint.model import ModuleInfo
+from autograd_lint.project import FunctionClass, Project
+from autograd_lint.registry import RULES, family_codes
+
+
+class Reporter:
+    """Builds findings from rule codes and AST nodes for one module."""
+
+    def __init__(self, path: str, enabled: frozenset[str]) -> None:
+        self.path = path
+        self.enabled_codes = enabled
+        self.findings: list[Finding] = []
+
+    def enabled(self, code: str) -> bool:
+        return code in self.enabled_codes
+
+    def add(self, code: str, node: ast.AST, *, function: str | None = None,
+            severity: str | None = None, **fields: object) -> None:
+        if code not in self.enabled_codes:
+            return
+        rule = RULES[code]
+        line, column, end_line, end_column = node_range(node)
+        self.findings.append(Finding(
+            path=self.path,
+            line=line,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
+            code=code,
+            name=rule.name,
+            severity=severity or rule.severity,
+            message=rule.format(**fields),
+            function=function,
+        ))
+
+
+def node_range(node: ast.AST) -> tuple[int, int, int | None, int | None]:
+    """The range a finding on `node` covers.
+
+    A def or class points at its header (`def name`), not its whole body, so
+    editors underline the signature and `# noqa` goes on the `def` line.
+    """
+    line = getattr(node, "lineno", 1)
+    column = getattr(node, "col_offset", 0)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        keyword = {ast.FunctionDef: "def ", ast.AsyncFunctionDef: "async def ",
+                   ast.ClassDef: "class "}[type(node)]
+        return line, column, line, column + len(keyword) + len(node.name)
+    return line, column, getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+
+
+class Checker:
+    """One rule family. Subclasses set `family` and override the hooks."""
+
+    family: ClassVar[str] = ""
+
+    def __init__(self, reporter: Reporter, project: Project) -> None:
+        self.reporter = reporter
+        self.project = project
+
+    @classmethod
+    def codes(cls) -> frozenset[str]:
+        return family_codes(cls.family)
+
+    def enabled(self, code: str) -> bool:
+        return self.reporter.enabled(code)
+
+    def check_function(self, fn: FunctionClass, facts: FunctionFacts) -> None:
+        """Called once per custom Function defined in the module."""
+
+    def check_module(self, module: ModuleInfo) -> None:
+        """Called once per module (rules about call sites, not classes)."""

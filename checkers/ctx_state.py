@@ -1,0 +1,176 @@
+"""ctx and saved state: AGF001, AGF002, AGF003, AGF004, AGF008."""
+from __future__ import annotations
+
+import ast
+
+from autograd_lint.analysis.function_facts import FunctionFacts
+from autograd_lint.analysis.interpreter import CtxCall, CtxRead, CtxStore
+from autograd_lint.analysis.values import Kind, Value
+from autograd_lint.project import FunctionClass
+from autograd_lint.registry import ERROR, WARNING
+
+from .base import Checker
+
+# Methods that run while the graph is built (forward-time methods).
+_FORWARD_TIME = ("forward", "setup_context")
+_CTX_LIKE_NAMES = frozenset({"ctx", "context", "_ctx", "self"})
+
+
+class CtxStateChecker(Checker):
+    family = "ctx_state"
+
+    def check_function(self, fn: FunctionClass, facts: FunctionFacts) -> None:
+        for name in _FORWARD_TIME:
+            method_facts = facts.facts(name)
+            if method_facts is None or fn.method(name).owner is not fn:  # type: ignore[union-attr]
+                continue
+            for store in method_facts.of(CtxStore):
+                self.agf001_ctx_tensor_attribute(fn, facts, store)
+            for read in method_facts.of(CtxRead):
+                self.agf003_saved_tensors_in_forward(fn, name, read)
+            for call in method_facts.of(CtxCall):
+                self.agf004_save_for_backward_twice(fn, call)
+        for name, method in fn.own.items():
+            method_facts = facts.facts(name) if method.node is not None else None
+            for call in method_facts.of(CtxCall) if method_facts else ():
+                self.agf002_save_non_tensor(fn, call)
+        self.agf008_data_attribute(fn)
+
+    # -- AGF001 ----------------------------------------------------------------
+    def agf001_ctx_tensor_attribute(self, fn: FunctionClass, facts: FunctionFacts,
+                                    store: CtxStore) -> None:
+        value = store.value
+        if value.src == "rng" or value.kind in (Kind.NONE, Kind.NONTENSOR):
+            return
+        holds_tensor = value.kind.holds_tensor or (
+            value.kind is Kind.UNKNOWN and not value.seq
+            and store.attr in facts.ctx_attrs_used_as_tensors)
+        if not holds_tensor:
+            return
+        endpoint = _endpoint(value, store.value_node, facts, store.attr)
+        what = endpoint or _describe_tensor(value, store.value_node)
+        cycle = " and keeping the graph alive in a reference cycle (a leak)" if endpoint else ""
+        self.reporter.add("AGF001", store.node, function=fn.name,
+                          severity=ERROR if endpoint else WARNING,
+                          attr=store.attr, what=what, cycle=cycle)
+
+    # -- AGF002 ----------------------------------------------------------------
+    def agf002_save_non_tensor(self, fn: FunctionClass, call: CtxCall) -> None:
+        if call.method not in ("save_for_backward", "save_for_forward", "mark_dirty",
+                               "mark_non_differentiable"):
+            return
+        for node, value, starred in call.args:
+            if starred or value.kind is Kind.NONE:
+                continue
+            what = _non_tensor_description(node, value)
+            if what is not None:
+                self.reporter.add("AGF002", node, function=fn.name, method=call.method,
+                                  what=what)
+
+    # -- AGF003 ----------------------------------------------------------------
+    def agf003_saved_tensors_in_forward(self, fn: FunctionClass, method: str,
+                                        read: CtxRead) -> None:
+        self.reporter.add("AGF003", read.node, function=fn.name, attr=read.attr, method=method)
+
+    # -- AGF004 ----------------------------------------------------------------
+    def agf004_save_for_backward_twice(self, fn: FunctionClass, call: CtxCall) -> None:
+        if call.method != "save_for_backward" or not call.prior:
+            return
+        earlier = sorted(getattr(n, "lineno", 0) for n in call.prior if n is not call.node)
+        if earlier:
+            where = f"on a path that already called it (line {earlier[0]})"
+        else:
+            where = "on every iteration of the loop around it"
+        self.reporter.add("AGF004", call.node, function=fn.name, where=where)
+
+    # -- AGF008 ----------------------------------------------------------------
+    def agf008_data_attribute(self, fn: FunctionClass) -> None:
+        if not self.enabled("AGF008"):
+            return
+        for method in fn.own.values():
+            if method.node is None:
+                continue
+            ctx = fn.ctx_name(method)
+            writes = _data_writes(method.node)
+            for node in ast.walk(method.node):
+                if not (isinstance(node, ast.Attribute) and node.attr == "data"):
+                    continue
+                if isinstance(node.value, ast.Name) and (node.value.id == ctx or
+                                                         node.value.id in _CTX_LIKE_NAMES):
+                    continue
+                base = _short(node.value)
+                if isinstance(node.ctx, ast.Store) or id(node) in writes:
+                    access, fix = "write", f"an in-place op on `{base}` inside `torch.no_grad()`"
+                else:
+                    access, fix = "read", f"{base}.detach()"
+                self.reporter.add("AGF008", node, function=fn.name, access=access, fix=fix)
+
+
+def _data_writes(method: ast.AST) -> set[int]:
+    """`.data` nodes that are written through (`x.data.add_()`, `x.data += y`)."""
+    writes: set[int] = set()
+    for node in ast.walk(method):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute):
+            writes.add(id(node.target))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr.endswith("_") and not node.func.attr.startswith("__"):
+            writes.add(id(node.func.value))
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript):
+                    writes.add(id(target.value))
+    return writes
+
+
+def _endpoint(value: Value, node: ast.expr | None, facts: FunctionFacts,
+              attr: str) -> str | None:
+    """'input `x`' / 'output `y`' when the stored tensor is one of forward's
+    inputs or outputs (the reference-cycle case), else None."""
+    if f"ctx.{attr}" in facts.returned_names:
+        return f"forward's output `ctx.{attr}`"
+    candidates = value.elems if value.elems is not None else (value,)
+    nodes = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+    for index, item in enumerate(candidates):
+        if item.kind is Kind.NONTENSOR:
+            continue
+        if item.src and item.src.startswith("input:"):
+            return f"input `{item.src[6:]}`"
+        if item.src == "output":
+            return "forward's output"
+        item_node = nodes[index] if index < len(nodes) else None
+        if isinstance(item_node, ast.Name) and item_node.id in facts.returned_names:
+            return f"output `{item_node.id}`"
+    return None
+
+
+def _describe_tensor(value: Value, node: ast.expr | None) -> str:
+    text = f"`{_short(node)}`" if node is not None else "a value"
+    if value.kind is Kind.TENSORS:
+        return f"{text}, a container of tensors,"
+    return f"the tensor {text}"
+
+
+def _non_tensor_description(node: ast.expr, value: Value) -> str | None:
+    """How to call an argument that is certainly not a tensor, or None."""
+    if value.src == "inputs":
+        return "setup_context's whole `inputs` tuple (unpack it: `*inputs`)"
+    text = f"`{_short(node)}`"
+    if isinstance(node, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
+                         ast.SetComp)):
+        return f"the {type(node).__name__.lower().replace('comp', '')} {text}"
+    if value.seq and value.kind is not Kind.NONE:
+        return f"{text}, a tuple or list"
+    if value.kind is Kind.NONTENSOR and not value.maybe_none:
+        if value.literal:
+            return f"the literal {text}"
+        if value.src and value.src.startswith("input:"):
+            return f"the non-tensor input {text}"
+        return text
+    return None
+
+
+def _short(node: ast.expr | None, limit: int = 40) -> str:
+    if node is None:
+        return "?"
+    text = ast.unparse(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

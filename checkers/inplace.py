@@ -1,0 +1,112 @@
+"""In-place changes: AGF005 (saved tensors), AGF006 (incoming gradients),
+AGF007 (forward inputs without mark_dirty).
+
+The interpreter records every in-place operation with the abstract value of
+the tensor it changes; that value's roots say which saved tensor, gradient or
+input it may alias on some path. A name rebound to a new tensor has no roots
+left on that path, so `g = g.clone(); g.mul_(2)` is silent.
+"""
+from __future__ import annotations
+
+import ast
+
+from autograd_lint.analysis.function_facts import FunctionFacts
+from autograd_lint.analysis.interpreter import CtxCall, MethodFacts, Mutation
+from autograd_lint.analysis.values import Kind
+from autograd_lint.project import FunctionClass
+
+from .base import Checker
+
+
+class InplaceChecker(Checker):
+    family = "inplace"
+
+    def check_function(self, fn: FunctionClass, facts: FunctionFacts) -> None:
+        for name in ("backward", "vjp", "jvp"):
+            method_facts = self._own_facts(fn, facts, name)
+            for mutation in method_facts.of(Mutation) if method_facts else ():
+                self.agf005_saved_tensor_inplace(fn, mutation)
+                if name != "jvp":
+                    self.agf006_grad_output_inplace(fn, mutation)
+        forward = self._own_facts(fn, facts, "forward")
+        if forward is not None:
+            dirty = self._dirty_inputs(fn, facts)
+            for mutation in forward.of(Mutation):
+                self.agf007_input_inplace_without_mark_dirty(fn, facts, mutation, dirty)
+
+    @staticmethod
+    def _own_facts(fn: FunctionClass, facts: FunctionFacts, name: str) -> MethodFacts | None:
+        method = fn.own.get(name)
+        if method is None or method.node is None:
+            return None
+        return facts.facts(name)
+
+    # -- AGF005 ----------------------------------------------------------------
+    def agf005_saved_tensor_inplace(self, fn: FunctionClass, mutation: Mutation) -> None:
+        if "saved" not in mutation.value.roots:
+            return
+        target = _text(mutation.target)
+        name = _base_name(mutation.target) or "t"
+        self.reporter.add("AGF005", mutation.node, function=fn.name, how=mutation.how,
+                          target=target, source="a tensor saved for backward", via="",
+                          name=name)
+
+    # -- AGF006 ----------------------------------------------------------------
+    def agf006_grad_output_inplace(self, fn: FunctionClass, mutation: Mutation) -> None:
+        roots = sorted(r[5:] for r in mutation.value.roots if r.startswith("grad:"))
+        if not roots:
+            return
+        root = roots[0]
+        target = _text(mutation.target)
+        via = "" if _base_name(mutation.target) == root else f" (which `{target}` may alias)"
+        self.reporter.add("AGF006", mutation.node, function=fn.name, how=mutation.how,
+                          target=target, root=root, via=via)
+
+    # -- AGF007 ----------------------------------------------------------------
+    def agf007_input_inplace_without_mark_dirty(self, fn: FunctionClass, facts: FunctionFacts,
+                                                mutation: Mutation, dirty: set[str]) -> None:
+        for root in sorted(mutation.value.roots):
+            if not root.startswith("input:"):
+                continue
+            name = root[6:]
+            if name in dirty:
+                continue
+            is_tensor = (mutation.certain_tensor or mutation.value.kind is Kind.TENSOR
+                         or facts.input_is_tensor(name))
+            if not is_tensor or facts.inputs.get(name, mutation.value).kind is Kind.NONTENSOR:
+                continue
+            target = _text(mutation.target)
+            via = "" if _base_name(mutation.target) == name else f" (which `{target}` may alias)"
+            self.reporter.add("AGF007", mutation.node, function=fn.name, how=mutation.how,
+                              target=target, root=name, via=via)
+            return
+
+    @staticmethod
+    def _dirty_inputs(fn: FunctionClass, facts: FunctionFacts) -> set[str]:
+        """Inputs passed to ctx.mark_dirty anywhere in forward / setup_context."""
+        dirty: set[str] = set()
+        for name in ("forward", "setup_context"):
+            method_facts = facts.facts(name)
+            for call in method_facts.of(CtxCall) if method_facts else ():
+                if call.method == "mark_dirty":
+                    for _, value, _ in call.args:
+                        dirty.update(r[6:] for r in value.roots if r.startswith("input:"))
+        return dirty
+
+
+def _text(node: ast.expr, limit: int = 40) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _base_name(node: ast.expr) -> str | None:
+    """The name an expression like `x`, `x[0]`, `x.data` or `x.view(-1)` starts from."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return None

@@ -1,0 +1,47 @@
+"""Shared test helpers: expectations written as `# expect: AGF001` comments."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Iterable
+
+from autograd_lint.engine import SourceInput, lint_inputs, lint_source
+from autograd_lint.findings import Finding
+from autograd_lint.registry import RULES
+
+FIXTURES = Path(__file__).parent / "fixtures"
+_EXPECT = re.compile(r"#\s*expect:\s*(AG[FD]\d{3}(?:\s*,\s*AG[FD]\d{3})*)")
+ALL_CODES = frozenset(RULES)
+
+
+def expectations(path: Path) -> Counter[tuple[int, str]]:
+    """(line, code) pairs a file expects, for rules the registry has."""
+    expected: Counter[tuple[int, str]] = Counter()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if match := _EXPECT.search(line):
+            for code in (c.strip() for c in match.group(1).split(",")):
+                if code in RULES:
+                    expected[(number, code)] += 1
+    return expected
+
+
+def found(findings: Iterable[Finding]) -> Counter[tuple[int, str]]:
+    return Counter((f.line, f.code) for f in findings)
+
+
+def lint(code: str, codes: Iterable[str] | None = None, path: str = "snippet.py") -> list[Finding]:
+    """Lint a source snippet with every rule (or the given codes) enabled."""
+    return lint_source(code, path=path, codes=ALL_CODES if codes is None else codes)
+
+
+def lint_tree(root: Path, codes: Iterable[str] | None = None) -> list[Finding]:
+    enabled = frozenset(ALL_CODES if codes is None else codes)
+    inputs = [SourceInput(p, str(p), enabled) for p in sorted(root.rglob("*.py"))]
+    result = lint_inputs(inputs)
+    assert not result.errors, result.errors
+    return result.findings
+
+
+def codes_of(findings: Iterable[Finding]) -> list[str]:
+    return [f.code for f in findings]
