@@ -10,6 +10,7 @@ error. User mistakes get one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -18,7 +19,6 @@ from typing import NoReturn, Sequence, TextIO
 from . import __version__
 from .config import (ConfigError, ConfigFinder, FileConfig, Selection, drop_matching,
                      load_config_file, matches_any, resolve_codes, validate_selector)
-from .registry import RULES
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 COMMANDS = ("check", "rules", "rule")
@@ -247,10 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # `autograd-lint check | head`: stop quietly.
-        try:
+        with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
-        except OSError:
-            pass
         return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - last resort: one line, exit 2
         if os.environ.get("AUTOGRAD_LINT_DEBUG"):

@@ -1,18 +1,28 @@
 """Rule documentation pages (`autograd-lint rule CODE`)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from .registry import Rule
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _page_locations(code: str) -> list[Path]:
+    return [
+        _PACKAGE / "rule_docs" / f"{code}.md",  # an installed wheel
+        _PACKAGE.parent / "docs" / "rules" / f"{code}.md",  # a source checkout
+    ]
 
 
 def read_page(code: str) -> str | None:
-    """The Markdown page docs/rules/CODE.md as installed with the package."""
-    from importlib import resources
-
-    try:
-        page = resources.files("autograd_lint.rule_docs").joinpath(f"{code}.md")
-        return page.read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, OSError):
-        return None
+    """The Markdown page docs/rules/CODE.md, wherever this install keeps it."""
+    for location in _page_locations(code):
+        try:
+            return location.read_text(encoding="utf-8")
+        except OSError:
+            continue
+    return None
 
 
 def rule_page(rule: Rule) -> str:

@@ -164,8 +164,7 @@ def _lint_inputs(inputs: Iterable[SourceInput]) -> LintResult:
                 if "AGF000" in source.codes:
                     entry.findings.append(syntax)
             elif tree is not None:
-                name, is_package = module_name_for(str(source.path))
-                entry.module = build_module(source.display, name, is_package, tree, entry.text or "")
+                entry.module = _module(source.display, str(source.path), tree, entry.text)
         except Exception as exc:  # noqa: BLE001 - isolate one file's failure
             result.errors.append((source.display, _describe(exc)))
             continue
@@ -194,10 +193,14 @@ def lint_source(source: str | bytes, path: str = "<string>",
     if syntax is not None:
         return [syntax] if "AGF000" in enabled else []
     assert tree is not None
-    name, is_package = module_name_for(path) if path.endswith(".py") else ("__main__", False)
-    module = build_module(path, name, is_package, tree, text or "")
+    module = _module(path, path, tree, text)
     findings = check_module(module, Project([module]), enabled)
     return sort_findings(filter_findings(findings, text))
+
+
+def _module(display: str, fs_path: str, tree: ast.Module, text: str | None) -> ModuleInfo:
+    name, is_package = module_name_for(fs_path) if fs_path.endswith(".py") else ("__main__", False)
+    return build_module(display, name, is_package, tree, text or "")
 
 
 def _describe(exc: BaseException) -> str:

@@ -37,9 +37,8 @@ class Scope:
         first = True
         while scope is not None:
             # Class bodies are not visible from functions nested inside them.
-            if first or scope.kind != "class":
-                if name in scope.bindings:
-                    return True, scope.bindings[name]
+            if (first or scope.kind != "class") and name in scope.bindings:
+                return True, scope.bindings[name]
             first = False
             scope = scope.parent
         return False, None

@@ -113,13 +113,21 @@ class FunctionClass:
 
     @cached_property
     def ctx_confused(self) -> bool:
-        """forward takes a ctx-named first parameter although setup_context is
-        defined: autograd passes an input there (AGF104), so input positions
-        are not what the code says and input-count rules must stay silent."""
+        """forward's parameters are not what autograd passes, so input positions
+        are unknowable and input-count rules must stay silent:
+
+        - a ctx-named first parameter although setup_context is defined
+          (autograd passes an input there: AGF104);
+        - a staticmethod `forward(cls, ctx, ...)`, a helper that subclasses call
+          as `super().forward(cls=cls, ctx=ctx, ...)` rather than through apply.
+        """
         forward = self.forward
-        if self.style != "setup_context" or forward is None or not forward.params:
+        if forward is None or not forward.params:
             return False
-        return forward.params[0].arg in CTX_PARAM_NAMES
+        first = forward.params[0].arg
+        if self.style == "setup_context":
+            return first in CTX_PARAM_NAMES
+        return first == "cls" and not forward.is_classmethod
 
     @property
     def forward(self) -> Method | None:

@@ -93,8 +93,7 @@ _RULES: tuple[Rule, ...] = (
     Rule(
         "AGF008", "data-attribute", WARNING,
         "`.data` used inside a Function.",
-        "`.data` hides this {access} from autograd's version counter; use "
-        "`{fix}` instead",
+        "`.data` hides this {access} from autograd's version counter; {fix}",
         "ctx_state",
     ),
     # --- gradient arity ------------------------------------------------------
@@ -117,7 +116,7 @@ _RULES: tuple[Rule, ...] = (
         "AGF107", "needs-input-grad-index", ERROR,
         "ctx.needs_input_grad indexed past the number of inputs.",
         "`ctx.needs_input_grad[{index}]` is out of range (IndexError): forward takes "
-        "{inputs}, so valid indices are 0 to {count} - 1",
+        "{inputs}; use an index from 0 to {last}, one per input in forward's order",
         "arity",
     ),
     Rule(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from autograd_lint.analysis.function_facts import FunctionFacts
-from autograd_lint.analysis.interpreter import Return
+from autograd_lint.analysis.interpreter import Return, constant_index
 from autograd_lint.analysis.values import Kind, Value
 from autograd_lint.project import FunctionClass, Method
 
@@ -109,11 +109,11 @@ class ArityChecker(Checker):
                         and node.value.attr == "needs_input_grad"
                         and isinstance(node.value.value, ast.Name) and node.value.value.id == ctx):
                     continue
-                index = _int_index(node.slice)
+                index = constant_index(node.slice)
                 if index is None or -count <= index < count:
                     continue
                 self.reporter.add("AGF107", node, function=fn.name, index=index,
-                                  inputs=_plural(count, "input"), count=count)
+                                  inputs=_plural(count, "input"), last=count - 1)
 
     # -- AGF112 ----------------------------------------------------------------
     def agf112_keyword_only_input(self, fn: FunctionClass, forward: Method) -> None:
@@ -159,12 +159,3 @@ def _definitely_not_none(value: Value) -> bool:
     if value.kind is Kind.NONE or value.maybe_none:
         return False
     return value.kind in (Kind.TENSOR, Kind.TENSORS, Kind.TENSORISH, Kind.NONTENSOR)
-
-
-def _int_index(node: ast.expr) -> int | None:
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
-            isinstance(node.operand, ast.Constant) and type(node.operand.value) is int:
-        return -node.operand.value
-    return None

@@ -57,6 +57,14 @@ def node_range(node: ast.AST) -> tuple[int, int, int | None, int | None]:
     return line, column, getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
 
 
+def source_text(node: ast.AST | None, limit: int = 40) -> str:
+    """A short source rendering of an expression for messages."""
+    if node is None:
+        return "?"
+    text = ast.unparse(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class Checker:
     """One rule family. Subclasses set `family` and override the hooks."""
 

@@ -9,7 +9,7 @@ from autograd_lint.analysis.values import Kind, Value
 from autograd_lint.project import FunctionClass
 from autograd_lint.registry import ERROR, WARNING
 
-from .base import Checker
+from .base import Checker, source_text
 
 # Methods that run while the graph is built (forward-time methods).
 _FORWARD_TIME = ("forward", "setup_context")
@@ -33,7 +33,7 @@ class CtxStateChecker(Checker):
         for name, method in fn.own.items():
             method_facts = facts.facts(name) if method.node is not None else None
             for call in method_facts.of(CtxCall) if method_facts else ():
-                self.agf002_save_non_tensor(fn, call)
+                self.agf002_save_non_tensor(fn, facts, call)
         self.agf008_data_attribute(fn)
 
     # -- AGF001 ----------------------------------------------------------------
@@ -55,14 +55,15 @@ class CtxStateChecker(Checker):
                           attr=store.attr, what=what, cycle=cycle)
 
     # -- AGF002 ----------------------------------------------------------------
-    def agf002_save_non_tensor(self, fn: FunctionClass, call: CtxCall) -> None:
+    def agf002_save_non_tensor(self, fn: FunctionClass, facts: FunctionFacts,
+                               call: CtxCall) -> None:
         if call.method not in ("save_for_backward", "save_for_forward", "mark_dirty",
                                "mark_non_differentiable"):
             return
         for node, value, starred in call.args:
             if starred or value.kind is Kind.NONE:
                 continue
-            what = _non_tensor_description(node, value)
+            what = _non_tensor_description(node, value, facts)
             if what is not None:
                 self.reporter.add("AGF002", node, function=fn.name, method=call.method,
                                   what=what)
@@ -98,11 +99,12 @@ class CtxStateChecker(Checker):
                 if isinstance(node.value, ast.Name) and (node.value.id == ctx or
                                                          node.value.id in _CTX_LIKE_NAMES):
                     continue
-                base = _short(node.value)
+                base = source_text(node.value)
                 if isinstance(node.ctx, ast.Store) or id(node) in writes:
-                    access, fix = "write", f"an in-place op on `{base}` inside `torch.no_grad()`"
+                    access = "write"
+                    fix = f"change `{base}` itself inside a `torch.no_grad()` block instead"
                 else:
-                    access, fix = "read", f"{base}.detach()"
+                    access, fix = "read", f"use `{base}.detach()` instead"
                 self.reporter.add("AGF008", node, function=fn.name, access=access, fix=fix)
 
 
@@ -144,17 +146,17 @@ def _endpoint(value: Value, node: ast.expr | None, facts: FunctionFacts,
 
 
 def _describe_tensor(value: Value, node: ast.expr | None) -> str:
-    text = f"`{_short(node)}`" if node is not None else "a value"
+    text = f"`{source_text(node)}`" if node is not None else "a value"
     if value.kind is Kind.TENSORS:
         return f"{text}, a container of tensors,"
     return f"the tensor {text}"
 
 
-def _non_tensor_description(node: ast.expr, value: Value) -> str | None:
+def _non_tensor_description(node: ast.expr, value: Value, facts: FunctionFacts) -> str | None:
     """How to call an argument that is certainly not a tensor, or None."""
     if value.src == "inputs":
         return "setup_context's whole `inputs` tuple (unpack it: `*inputs`)"
-    text = f"`{_short(node)}`"
+    text = f"`{source_text(node)}`"
     if isinstance(node, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
                          ast.SetComp)):
         return f"the {type(node).__name__.lower().replace('comp', '')} {text}"
@@ -164,13 +166,7 @@ def _non_tensor_description(node: ast.expr, value: Value) -> str | None:
         if value.literal:
             return f"the literal {text}"
         if value.src and value.src.startswith("input:"):
-            return f"the non-tensor input {text}"
+            reason = facts.non_tensor_reason(value.src[6:])
+            return f"input {text}" + (f" ({reason})" if reason else "")
         return text
     return None
-
-
-def _short(node: ast.expr | None, limit: int = 40) -> str:
-    if node is None:
-        return "?"
-    text = ast.unparse(node)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -15,7 +15,7 @@ from autograd_lint.analysis.interpreter import CtxCall, MethodFacts, Mutation
 from autograd_lint.analysis.values import Kind
 from autograd_lint.project import FunctionClass
 
-from .base import Checker
+from .base import Checker, source_text
 
 
 class InplaceChecker(Checker):
@@ -45,7 +45,7 @@ class InplaceChecker(Checker):
     def agf005_saved_tensor_inplace(self, fn: FunctionClass, mutation: Mutation) -> None:
         if "saved" not in mutation.value.roots:
             return
-        target = _text(mutation.target)
+        target = source_text(mutation.target)
         name = _base_name(mutation.target) or "t"
         self.reporter.add("AGF005", mutation.node, function=fn.name, how=mutation.how,
                           target=target, source="a tensor saved for backward", via="",
@@ -57,7 +57,7 @@ class InplaceChecker(Checker):
         if not roots:
             return
         root = roots[0]
-        target = _text(mutation.target)
+        target = source_text(mutation.target)
         via = "" if _base_name(mutation.target) == root else f" (which `{target}` may alias)"
         self.reporter.add("AGF006", mutation.node, function=fn.name, how=mutation.how,
                           target=target, root=root, via=via)
@@ -75,7 +75,7 @@ class InplaceChecker(Checker):
                          or facts.input_is_tensor(name))
             if not is_tensor or facts.inputs.get(name, mutation.value).kind is Kind.NONTENSOR:
                 continue
-            target = _text(mutation.target)
+            target = source_text(mutation.target)
             via = "" if _base_name(mutation.target) == name else f" (which `{target}` may alias)"
             self.reporter.add("AGF007", mutation.node, function=fn.name, how=mutation.how,
                               target=target, root=name, via=via)
@@ -92,11 +92,6 @@ class InplaceChecker(Checker):
                     for _, value, _ in call.args:
                         dirty.update(r[6:] for r in value.roots if r.startswith("input:"))
         return dirty
-
-
-def _text(node: ast.expr, limit: int = 40) -> str:
-    text = ast.unparse(node)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _base_name(node: ast.expr) -> str | None:

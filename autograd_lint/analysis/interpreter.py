@@ -20,7 +20,8 @@ from functools import reduce
 from typing import Callable, Iterable, Union
 
 from . import torch_api as api
-from .values import NONE, NONTENSOR, UNKNOWN, Kind, Value, element_of, join, tuple_of
+from .values import (NONE, NONTENSOR, UNKNOWN, Kind, Value, element_of, item_roots, join,
+                     list_slots, tuple_of)
 from ..model import ModuleInfo, Scope, collect_imports
 
 _MAX_LOOP_PASSES = 4
@@ -244,8 +245,9 @@ class Interpreter:
             self.expr(node.value, state)
             if base.seq:
                 # `grads[i] += g` on a list: the element tensor changes in place.
-                self._record(Mutation(node, target, element_of(base), f"`[...] {op}= ...`",
-                                      False))
+                element = replace(element_of(base),
+                                  roots=item_roots(base, constant_index(target.slice)))
+                self._record(Mutation(node, target, element, f"`[...] {op}= ...`", False))
             else:
                 self._record(Mutation(node, target.value, base, f"`[...] {op}= ...`", False))
         elif isinstance(target, ast.Attribute):
@@ -406,9 +408,34 @@ class Interpreter:
         elif isinstance(target, ast.Subscript):
             base = self.expr(target.value, state)
             self.expr(target.slice, state)
-            if not base.seq:  # a list/tuple/dict slot is replaced, no tensor changes
+            if base.seq:  # a list/dict slot is replaced: no tensor changes
+                self._store_item(target, base, value, state)
+            else:
                 self._record(Mutation(stmt, target.value, base, "item assignment `[...] = ...`",
                                       False))
+
+    @staticmethod
+    def _store_item(target: ast.Subscript, container: Value, item: Value, state: State) -> None:
+        """`lst[i] = v`: the list now holds v at i (or may hold it anywhere)."""
+        if not isinstance(target.value, ast.Name):
+            return
+        index = constant_index(target.slice)
+        elems = container.elems
+        roots = container.roots | item.roots
+        if elems is not None and index is not None and -len(elems) <= index < len(elems):
+            elems = elems[:index % len(elems)] + (item,) + elems[index % len(elems) + 1:]
+            updated = replace(container, elems=elems,
+                              roots=frozenset().union(*(e.roots for e in elems)))
+        elif container.is_list and index is not None and index >= 0:
+            pinned, rest = list_slots(container)
+            pinned[index] = item.roots
+            updated = replace(container, elems=None, roots=roots, rest=rest,
+                              pinned=tuple(sorted(pinned.items())))
+        else:
+            pinned, rest = list_slots(container) if container.is_list else ({}, container.roots)
+            updated = replace(container, elems=None, roots=roots, rest=rest | item.roots,
+                              pinned=tuple((i, r | item.roots) for i, r in sorted(pinned.items())))
+        state.vars[target.value.id] = updated
 
     def _bind_many(self, targets: list[ast.expr], value: Value, state: State, stmt: ast.AST,
                    value_node: ast.expr | None) -> None:
@@ -506,10 +533,11 @@ class Interpreter:
 
     def e_List(self, node: ast.List, state: State) -> Value:
         value = self.e_Tuple(node, state)  # type: ignore[arg-type]
-        return Value(value.kind, value.roots, None, True)  # a list is never a tuple result
+        return replace(value, is_list=True)  # elements tracked; never a tuple result
 
     def e_Set(self, node: ast.Set, state: State) -> Value:
-        return self.e_List(node, state)  # type: ignore[arg-type]
+        value = self.e_Tuple(node, state)  # type: ignore[arg-type]
+        return Value(value.kind, value.roots, None, True)
 
     def e_Dict(self, node: ast.Dict, state: State) -> Value:
         values = []
@@ -541,7 +569,9 @@ class Interpreter:
                 result = self.expr(node.elt, inner)
         state.facts.update(inner.facts)
         kind = Kind.TENSORS if result.kind.holds_tensor else Kind.UNKNOWN
-        return Value(kind, result.roots, None, not isinstance(node, ast.GeneratorExp))
+        is_list = isinstance(node, ast.ListComp)
+        return Value(kind, result.roots, None, not isinstance(node, ast.GeneratorExp),
+                     is_list=is_list, rest=result.roots if is_list else None)
 
     e_ListComp = e_SetComp = e_GeneratorExp = e_DictComp = _comprehension
 
@@ -632,14 +662,20 @@ class Interpreter:
 
     def e_Subscript(self, node: ast.Subscript, state: State) -> Value:
         base = self.expr(node.value, state)
-        self.expr(node.slice, state)
-        index = _constant_index(node.slice)
+        index_value = self.expr(node.slice, state)
+        index = constant_index(node.slice)
         if base.elems is not None and index is not None and -len(base.elems) <= index < len(base.elems):
             return base.elems[index]
         if isinstance(node.slice, ast.Slice) and base.seq:
             return Value(base.kind, base.roots, None, True)
+        if base.is_list and index is not None:
+            element = element_of(base)
+            return replace(element, roots=item_roots(base, index))
         if base.kind in (Kind.TENSOR, Kind.TENSORISH) and not base.seq:
-            return Value(Kind.TENSOR, base.roots)
+            # Basic indexing (ints, slices, None, ...) is a view; indexing with
+            # tensors, masks or lists (advanced indexing) copies.
+            advanced = _advanced_index(node.slice, index_value)
+            return Value(Kind.TENSOR, frozenset() if advanced else base.roots)
         if base.kind in (Kind.TENSORS, Kind.TENSORISH):
             return element_of(base)
         if base.kind is Kind.NONTENSOR:
@@ -682,7 +718,9 @@ class Interpreter:
                 self.expr(func, state)
         args = [self.expr(a, state) for a in node.args]
         kwargs = {kw.arg: self.expr(kw.value, state) for kw in node.keywords}
-        if "out" in kwargs:
+        if "out" in kwargs and qualified is not None and qualified.startswith("torch."):
+            # `out=` writes into a tensor for torch's functions; elsewhere it is
+            # just a keyword (`Context(out=out)`).
             out_node = next(kw.value for kw in node.keywords if kw.arg == "out")
             self._record(Mutation(node, out_node, kwargs["out"], "`out=`", True))
         if receiver is not None:
@@ -717,6 +755,10 @@ class Interpreter:
         name = func.attr
         if receiver.src == "ctx":
             return self._ctx_call(node, name, args, state)
+        if receiver.is_list:
+            if isinstance(func.value, ast.Name) and name in _LIST_MUTATORS:
+                state.vars[func.value.id] = _list_after(receiver, name, args)
+            return element_of(receiver) if name == "pop" else UNKNOWN
         if name in EVIDENCE_METHODS or (name.endswith("_") and not name.startswith("__")):
             self._evidence(receiver)
         if name.endswith("_") and not name.startswith("__") and name not in api.NOT_INPLACE_METHODS:
@@ -821,6 +863,28 @@ class Interpreter:
     # Unhandled expression kinds (Await, Yield, ...) fall back to visiting children.
 
 
+_LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort",
+                            "reverse"})
+
+
+def _list_after(lst: Value, method: str, args: list[Value]) -> Value:
+    """A list after `lst.append(v)`, `lst.extend(vs)`, `lst.sort()`, ...
+
+    append and extend add at the end, so the positions already known stay
+    known; the other methods move elements around."""
+    added = frozenset().union(*(a.roots for a in args)) if args else frozenset()
+    roots = lst.roots | added
+    if method == "append" and len(args) == 1 and lst.elems is not None:
+        return replace(tuple_of(lst.elems + (args[0],)), is_list=True)
+    if method == "extend" and len(args) == 1 and lst.elems is not None and \
+            args[0].elems is not None:
+        return replace(tuple_of(lst.elems + args[0].elems), is_list=True)
+    if method in ("append", "extend"):
+        pinned, rest = list_slots(lst)
+        return replace(lst, elems=None, roots=roots, pinned=tuple(sorted(pinned.items())),
+                       rest=rest | added)
+    return replace(lst, elems=None, roots=roots, pinned=(), rest=roots)
+
 _OPERATORS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
     ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|",
@@ -848,13 +912,25 @@ def _literal_text(node: ast.expr) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _constant_index(node: ast.expr) -> int | None:
+def constant_index(node: ast.expr) -> int | None:
+    """The integer a subscript index literally is (`2`, `-1`), else None."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
             isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int):
         return -node.operand.value
     return None
+
+
+def _advanced_index(node: ast.expr, value: Value) -> bool:
+    """Whether an index certainly selects by tensor, mask or list (a copy)."""
+    parts = value.elems if isinstance(node, ast.Tuple) and value.elems is not None else (value,)
+    nodes = node.elts if isinstance(node, ast.Tuple) else [node]
+    for part, part_node in zip(parts, nodes):
+        if part.kind in (Kind.TENSOR, Kind.TENSORISH, Kind.TENSORS) or part.is_list or \
+                isinstance(part_node, (ast.List, ast.ListComp, ast.Compare)):
+            return True
+    return False
 
 
 def _self_copy(method: str, receiver: ast.expr, call: ast.Call) -> bool:

@@ -57,6 +57,11 @@ class Value:
     src: str | None = None
     text: str | None = None  # the literal's source text, for messages
     single: bool = False  # certainly one object, not a tuple (`x * 3`)
+    is_list: bool = False  # a list: elems are tracked, but it is not a tuple result
+    # A list of unknown length may still know what some positions hold:
+    # `pinned` maps an index to the roots stored there, `rest` covers the others.
+    pinned: tuple[tuple[int, frozenset[str]], ...] = ()
+    rest: frozenset[str] | None = None
 
     @property
     def is_none(self) -> bool:
@@ -71,7 +76,7 @@ class Value:
 
     def arity(self) -> int | None:
         """How many values a `return` of this value hands to autograd."""
-        if self.elems is not None:
+        if self.elems is not None and not self.is_list:
             return len(self.elems)
         if self.seq:
             return None
@@ -84,6 +89,34 @@ UNKNOWN = Value()
 NONE = Value(Kind.NONE)
 NONTENSOR = Value(Kind.NONTENSOR)
 TENSOR = Value(Kind.TENSOR)
+
+
+def list_slots(value: Value) -> tuple[dict[int, frozenset[str]], frozenset[str]]:
+    """(roots by known position, roots of every other position) of a list."""
+    if value.elems is not None:
+        return {i: e.roots for i, e in enumerate(value.elems)}, frozenset()
+    rest = value.rest if value.rest is not None else value.roots
+    return dict(value.pinned), rest
+
+
+def item_roots(container: Value, index: int | None) -> frozenset[str]:
+    """The roots of `container[index]` for a list or tuple."""
+    if index is None or index < 0 or not container.is_list:
+        if container.elems is not None and index is not None and \
+                -len(container.elems) <= index < len(container.elems):
+            return container.elems[index].roots
+        return container.roots
+    pinned, rest = list_slots(container)
+    return pinned.get(index, rest)
+
+
+def _join_lists(a: Value, b: Value) -> tuple[tuple[tuple[int, frozenset[str]], ...],
+                                             frozenset[str]]:
+    a_pinned, a_rest = list_slots(a)
+    b_pinned, b_rest = list_slots(b)
+    indices = sorted(set(a_pinned) | set(b_pinned))
+    pinned = tuple((i, a_pinned.get(i, a_rest) | b_pinned.get(i, b_rest)) for i in indices)
+    return pinned, a_rest | b_rest
 
 
 def join(a: Value, b: Value) -> Value:
@@ -105,6 +138,9 @@ def join(a: Value, b: Value) -> Value:
         src=a.src if a.src == b.src else None,
         text=a.text if a.text == b.text else None,
         single=(a.single or a.kind in _SINGLE_KINDS) and (b.single or b.kind in _SINGLE_KINDS),
+        is_list=a.is_list and b.is_list,
+        **(dict(zip(("pinned", "rest"), _join_lists(a, b)))
+           if a.is_list and b.is_list and elems is None else {}),
     )
 
 
@@ -129,6 +165,8 @@ def element_of(container: Value) -> Value:
         for item in container.elems[1:]:
             out = join(out, item)
         return out
+    # An element of forward's output tuple is an output; of saved_tensors, saved.
+    src = container.src if container.src in ("output", "saved") else None
     if container.kind in (Kind.TENSORS, Kind.TENSORISH):
-        return Value(Kind.TENSOR, roots=container.roots)
-    return Value(Kind.UNKNOWN, roots=container.roots)
+        return Value(Kind.TENSOR, roots=container.roots, src=src)
+    return Value(Kind.UNKNOWN, roots=container.roots, src=src)

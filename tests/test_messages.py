@@ -1,0 +1,108 @@
+"""What each finding says, its severity, and where it points."""
+from __future__ import annotations
+
+import re
+import textwrap
+
+from autograd_lint.engine import lint_source
+
+from .helpers import lint
+
+HEADER = "import torch\nfrom torch.autograd import Function\n\n\n"
+
+
+def only(source: str, code: str):
+    findings = [f for f in lint(HEADER + textwrap.dedent(source)) if f.code == code]
+    assert len(findings) == 1, findings
+    return findings[0]
+
+
+def test_agf001_is_an_error_for_inputs_and_outputs_and_a_warning_otherwise() -> None:
+    findings = lint(HEADER + textwrap.dedent('''\
+        class F(Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.exp()
+                ctx.x = x
+                ctx.mid = y.sum()
+                ctx.y = y
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.y
+        '''))
+    by_attr = {f.message.split("`")[1]: f for f in findings if f.code == "AGF001"}
+    assert by_attr["ctx.x"].severity == "error" and "input `x`" in by_attr["ctx.x"].message
+    assert by_attr["ctx.y"].severity == "error" and "output `y`" in by_attr["ctx.y"].message
+    assert by_attr["ctx.mid"].severity == "warning" and "reference cycle" not in \
+        by_attr["ctx.mid"].message
+    assert all(f.function == "F" for f in findings)
+
+
+def test_agf101_message_names_inputs_and_optional_ones() -> None:
+    finding = only('''\
+        class F(Function):
+            @staticmethod
+            def forward(ctx, x, weight, bias=None):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, g
+        ''', "AGF101")
+    assert "returns 2 gradients but forward takes 3 inputs (`x`, `weight`, `bias`)" in \
+        finding.message
+    assert "optional `bias`" in finding.message
+    assert finding.line == 12 and finding.column == 8
+
+
+def test_def_findings_underline_the_signature_head() -> None:
+    finding = only('''\
+        class F(Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.exp(), x.sin()
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        ''', "AGF102")
+    assert (finding.line, finding.column) == (11, 4)
+    assert (finding.end_line, finding.end_column) == (11, 4 + len("def backward"))
+
+
+def test_agf006_message_names_the_alias_and_the_gradient() -> None:
+    finding = only('''\
+        class F(Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, grad_out):
+                g = grad_out.view(-1)
+                g.mul_(2)
+                return grad_out
+        ''', "AGF006")
+    assert finding.message.startswith("in-place `.mul_()` on `g` changes the incoming "
+                                      "gradient `grad_out` (which `g` may alias)")
+    assert "`grad_out = grad_out.clone()`" in finding.message
+
+
+def test_agf000_points_at_the_error_and_says_which_python() -> None:
+    [finding] = lint_source("x = (1,\ny = 2\n", path="bad.py")
+    assert finding.code == "AGF000" and finding.severity == "error"
+    assert finding.line == 1 and finding.column == 4
+    assert "parsed as Python 3." in finding.message
+
+
+def test_every_message_is_one_sentence_with_a_fix() -> None:
+    from .helpers import FIXTURES
+
+    for path in sorted((FIXTURES / "rules").glob("*.py")):
+        for finding in lint(path.read_text()):
+            assert "\n" not in finding.message
+            assert ";" in finding.message or finding.code == "AGF000", finding.message
+            assert not finding.message.endswith("."), finding.message
+            assert not re.search(r"\{[a-z_]+\}", finding.message), finding.message

@@ -1,0 +1,65 @@
+"""`# noqa` suppressions (ruff's conventions)."""
+from __future__ import annotations
+
+import textwrap
+
+from autograd_lint.noqa import parse_suppressions
+
+from .helpers import codes_of, lint
+
+BUGGY = textwrap.dedent('''\
+    import torch
+
+
+    class Leaky(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k=2):
+            ctx.y = x.exp(){c1}
+            ctx.save_for_backward(x.data, k){c2}
+            return x.exp()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.y
+    ''')
+
+
+def findings_with(c1: str = "", c2: str = "", header: str = "") -> list[str]:
+    return codes_of(lint(header + BUGGY.format(c1=c1, c2=c2)))
+
+
+def test_without_comments_every_finding_is_reported() -> None:
+    assert sorted(findings_with()) == ["AGF001", "AGF002", "AGF008", "AGF101"]
+
+
+def test_blanket_noqa_silences_the_line() -> None:
+    assert sorted(findings_with(c1="  # noqa", c2="  # NOQA")) == ["AGF101"]
+
+
+def test_noqa_with_codes_silences_only_those() -> None:
+    assert sorted(findings_with(c2="  # noqa: AGF008")) == ["AGF001", "AGF002", "AGF101"]
+    assert sorted(findings_with(c2="  # noqa: AGF008,AGF002")) == ["AGF001", "AGF101"]
+    assert sorted(findings_with(c2="  # noqa:AGF008 AGF002")) == ["AGF001", "AGF101"]
+    assert sorted(findings_with(c1="  # noqa: AGF002")) == ["AGF001", "AGF002", "AGF008",
+                                                           "AGF101"]
+
+
+def test_noqa_inside_a_string_is_not_a_suppression() -> None:
+    assert "AGF001" in findings_with(c1='; note = "# noqa"')
+
+
+def test_noqa_with_other_tools_codes_and_text_after() -> None:
+    assert "AGF001" in findings_with(c1="  # noqa: E501")
+    assert "AGF001" not in findings_with(c1="  # noqa: E501, AGF001 -- keep the mask")
+
+
+def test_file_level_suppression() -> None:
+    assert findings_with(header="# autograd-lint: noqa\n") == []
+    assert sorted(findings_with(header="# autograd-lint: noqa: AGF001, AGF101\n")) == [
+        "AGF002", "AGF008"]
+
+
+def test_parse_suppressions_maps_lines_to_codes() -> None:
+    parsed = parse_suppressions("a = 1  # noqa\nb = 2  # noqa: AGF001,AGF006\nc = 3\n")
+    assert parsed.lines == {1: None, 2: frozenset({"AGF001", "AGF006"})}
+    assert parsed.file_codes == frozenset()

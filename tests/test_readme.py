@@ -1,0 +1,34 @@
+"""The README's promises: its set-up commands are the ones CI runs."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def console_commands(text: str) -> list[str]:
+    blocks = re.findall(r"```console\n(.*?)```", text, re.S)
+    return [line.strip() for block in blocks for line in block.splitlines()
+            if line.strip().startswith("python3 -m venv")]
+
+
+def test_readme_has_the_two_setup_commands() -> None:
+    commands = console_commands((ROOT / "README.md").read_text())
+    assert len(commands) == 2
+    example, tests = commands
+    assert example.endswith("autograd-lint check examples/")
+    assert tests.endswith("-m pytest") and '".[test]"' in tests
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    _, tests = console_commands((ROOT / "README.md").read_text())
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert tests in [line.strip() for line in ci]
+
+
+def test_test_extra_pins_the_cpu_torch_build() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert '"torch==2.13.0"' in pyproject
+    runtime = re.search(r"^dependencies = \[(.*?)\]", pyproject, re.S | re.M)
+    assert runtime is not None and "torch" not in runtime.group(1)
