@@ -164,7 +164,8 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     plan = _Plan(args)
     inputs = _collect_inputs(args, plan)
-    result = lint_inputs(inputs)
+    scan_tree = any(os.path.isdir(p) for p in (args.paths or ["."]))
+    result = lint_inputs(inputs, scan_tree=scan_tree)
     findings = result.findings
     if args.format == "json":
         import json

@@ -141,13 +141,16 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def lint_inputs(inputs: Iterable[SourceInput]) -> LintResult:
-    """Check files as one project (Functions may cross files)."""
+def lint_inputs(inputs: Iterable[SourceInput], *, scan_tree: bool = False) -> LintResult:
+    """Check files as one project (Functions may cross files).
+
+    scan_tree: the files are a whole tree (directories were given), so
+    project-level rules (AGF301) apply."""
     with _gc_paused():
-        return _lint_inputs(inputs)
+        return _lint_inputs(inputs, scan_tree)
 
 
-def _lint_inputs(inputs: Iterable[SourceInput]) -> LintResult:
+def _lint_inputs(inputs: Iterable[SourceInput], scan_tree: bool) -> LintResult:
     result = LintResult()
     parsed: list[ParsedFile] = []
     for source in inputs:
@@ -170,7 +173,7 @@ def _lint_inputs(inputs: Iterable[SourceInput]) -> LintResult:
             continue
         parsed.append(entry)
 
-    project = Project([p.module for p in parsed if p.module is not None])
+    project = Project([p.module for p in parsed if p.module is not None], scan_tree=scan_tree)
     for entry in parsed:
         findings = entry.findings
         if entry.module is not None:

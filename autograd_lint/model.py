@@ -88,6 +88,10 @@ class ModuleInfo:
     source: str
     scope: Scope
     classes: list[ClassInfo] = field(default_factory=list)
+    # The scope each def/class body runs in (by id of its node), and every def
+    # by its qualified name inside the module ("helper", "Outer.method").
+    scopes: dict[int, Scope] = field(default_factory=dict)
+    defs: dict[str, FunctionNode] = field(default_factory=dict)
 
     @property
     def top_bindings(self) -> dict[str, str | None]:
@@ -200,6 +204,8 @@ class _Collector:
         inner = Scope(scope, "function", f"{qualname}.<locals>")
         for arg in _all_args(node.args):
             inner.bindings[arg.arg] = None
+        self.module.scopes[id(node)] = inner
+        self.module.defs.setdefault(qualname, node)
         self.block(node.body, inner)
 
     def class_def(self, node: ast.ClassDef, scope: Scope) -> None:
@@ -216,6 +222,7 @@ class _Collector:
             module=self.module,
         )
         self.module.classes.append(info)
+        self.module.scopes[id(node)] = body_scope
         scope.bindings[node.name] = key
         self.block(node.body, body_scope)
 

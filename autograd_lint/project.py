@@ -166,8 +166,12 @@ class FunctionClass:
 class Project:
     """All scanned modules and the Functions found in them."""
 
-    def __init__(self, modules: list[ModuleInfo]) -> None:
+    def __init__(self, modules: list[ModuleInfo], *, scan_tree: bool = False) -> None:
         self.modules = modules
+        # A scan of a whole tree (directories given): project-level rules
+        # such as AGF301 only make sense then.
+        self.scan_tree = scan_tree
+        self.cache: dict[str, object] = {}  # project-wide results shared by checkers
         self.by_name: dict[str, ModuleInfo] = {}
         for module in modules:
             self.by_name.setdefault(module.module_name, module)
@@ -177,6 +181,7 @@ class Project:
                 self.classes.setdefault(info.key, info)
         self._state: dict[str, bool | None] = {}  # None while being decided (cycles)
         self.functions: dict[str, FunctionClass] = {}
+        self.subclassed: set[str] = set()
         self._build()
 
     # -- resolution ------------------------------------------------------------
@@ -219,7 +224,10 @@ class Project:
 
     # -- model building --------------------------------------------------------
     def _build(self) -> None:
-        keys = [key for key in self.classes if self.is_function_key(key)]
+        # torch's own base classes (when scanning torch itself) define the API;
+        # they are not custom Functions.
+        keys = [key for key in self.classes
+                if key not in FUNCTION_BASES and self.is_function_key(key)]
         for key in keys:
             self.functions[key] = FunctionClass(info=self.classes[key])
         for key in keys:
@@ -234,6 +242,12 @@ class Project:
                     fn.bases.append(None)
                     fn.bases_known = False
             _collect_members(fn)
+        self.subclassed = {base.info.key for fn in self.functions.values()
+                           for base in fn.bases if base is not None}
+
+    def has_subclasses(self, fn: FunctionClass) -> bool:
+        """Whether some known Function derives from `fn` (it is a base class)."""
+        return fn.info.key in self.subclassed
 
     def functions_in(self, module: ModuleInfo) -> list[FunctionClass]:
         return [self.functions[info.key] for info in module.classes if info.key in self.functions]

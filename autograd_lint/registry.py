@@ -143,6 +143,201 @@ _RULES: tuple[Rule, ...] = (
     ),
 )
 
+_RULES = _RULES + (
+    # --- class structure and signatures -----------------------------------------
+    Rule(
+        "AGF103", "not-staticmethod", WARNING,
+        "forward, backward, setup_context, jvp, vjp or vmap defined without @staticmethod.",
+        "`{method}` is not a `@staticmethod`: legacy style that only works through `apply` "
+        "(instantiating the Function raises); decorate it with `@staticmethod`",
+        "structure",
+    ),
+    Rule(
+        "AGF104", "ctx-signature-mismatch", ERROR,
+        "forward / setup_context signatures that do not match what autograd passes.",
+        "{problem}; {fix}",
+        "structure",
+    ),
+    Rule(
+        "AGF106", "missing-backward", WARNING,
+        "forward defined but neither backward nor vjp.",
+        "`{name}` defines forward but neither backward nor vjp, so backpropagating through "
+        "it raises NotImplementedError; implement backward (or mark every output "
+        "non-differentiable)",
+        "structure",
+    ),
+    Rule(
+        "AGF108", "vmap-rule-conflict", ERROR,
+        "generate_vmap_rule = True beside a vmap staticmethod or a ctx-style forward.",
+        "`generate_vmap_rule = True` {conflict}, so `torch.vmap` raises; {fix}",
+        "structure",
+    ),
+    Rule(
+        "AGF110", "backward-and-vjp", ERROR,
+        "Both backward and vjp defined.",
+        "`{name}` defines both backward and vjp (an alias of backward), which autograd "
+        "rejects; keep only one of them",
+        "structure",
+    ),
+    Rule(
+        "AGF111", "missing-forward", ERROR,
+        "A Function subclass without forward.",
+        "`{name}` has no forward (here or in a known base), so `{name}.apply(...)` raises "
+        "NotImplementedError; define a `forward` staticmethod",
+        "structure",
+    ),
+    Rule(
+        "AGF207", "vmap-signature", ERROR,
+        "A vmap staticmethod whose signature or return does not fit forward.",
+        "{problem}; {fix}",
+        "structure",
+    ),
+    # --- call sites and project ----------------------------------------------------
+    Rule(
+        "AGF105", "function-instantiated", ERROR,
+        "Instantiating a Function, or calling its forward/backward directly.",
+        "{what} {why}; call `{name}.apply(...)` instead",
+        "usage",
+    ),
+    Rule(
+        "AGF301", "no-gradcheck", WARNING,
+        "A Function that no gradcheck / gradgradcheck / opcheck in the scanned tree exercises.",
+        "no `gradcheck`, `gradgradcheck` or `opcheck` in the scanned tree exercises `{name}`; "
+        "add a test such as `torch.autograd.gradcheck({name}.apply, inputs)` with float64 "
+        "inputs",
+        "usage",
+    ),
+    # --- more ctx and saved state ----------------------------------------------------
+    Rule(
+        "AGF109", "jvp-without-save-for-forward", ERROR,
+        "jvp reads ctx.saved_tensors but nothing is saved with save_for_forward.",
+        "jvp reads `ctx.{attr}` but forward never calls `ctx.save_for_forward`, so the tuple "
+        "is empty in jvp; save what jvp needs with `ctx.save_for_forward(...)`",
+        "ctx_state",
+    ),
+    Rule(
+        "AGF203", "mark-non-differentiable-input", WARNING,
+        "mark_non_differentiable applied to an input instead of an output.",
+        "`ctx.mark_non_differentiable({name})` marks forward's input `{name}`, which autograd "
+        "ignores (it applies to outputs only); mark the output instead",
+        "ctx_state",
+    ),
+    Rule(
+        "AGF206", "setup-context-compute", WARNING,
+        "Tensor computation inside setup_context.",
+        "setup_context computes `{expr}`, but it must only save and mark (torch.func runs "
+        "forward without it); compute it in forward and return it as an extra output, or "
+        "compute it in backward",
+        "ctx_state",
+    ),
+    Rule(
+        "AGF210", "saved-tensors-read-twice", WARNING,
+        "ctx.saved_tensors evaluated more than once on one path.",
+        "`ctx.{attr}` is read again {where}; each read unpacks anew, which raises under "
+        "non-reentrant checkpointing and `clear_saved_tensors_on_access`, so unpack it once "
+        "into local names",
+        "ctx_state",
+    ),
+    Rule(
+        "AGF211", "ctx-escapes", WARNING,
+        "ctx stored where it outlives the call.",
+        "ctx is {how}, so the graph node and its saved tensors outlive the graph (a leak); "
+        "keep the values you need instead of ctx itself",
+        "ctx_state",
+    ),
+    Rule(
+        "AGF212", "setup-context-saves-returned-input", ERROR,
+        "setup_context saves an input that forward returns unchanged.",
+        "forward returns its input `{name}` unchanged and setup_context saves it, which "
+        "raises a RuntimeError; return `{name}.view_as({name})` from forward instead",
+        "ctx_state",
+    ),
+    Rule(
+        "AGF213", "deprecated-ctx-api", WARNING,
+        "ctx.saved_variables or ctx.mark_shared_storage.",
+        "`ctx.{attr}` is deprecated{detail}; {fix}",
+        "ctx_state",
+    ),
+    Rule(
+        "AGF215", "saved-output-view", WARNING,
+        "save_for_backward of a view of forward's output.",
+        "`{arg}` is a view of forward's output `{name}`; saving it keeps the output's graph "
+        "alive in a reference cycle (a leak), so save `{name}` itself and take the view in "
+        "backward",
+        "ctx_state",
+    ),
+    # --- mark_dirty -------------------------------------------------------------------
+    Rule(
+        "AGF208", "mark-dirty-non-input", WARNING,
+        "mark_dirty applied to something that is not a forward input.",
+        "`ctx.mark_dirty({arg})` marks {what}, not one of forward's inputs ({consequence}); "
+        "mark the input that was changed in place",
+        "inplace",
+    ),
+    Rule(
+        "AGF209", "dirty-input-not-returned", ERROR,
+        "An input marked dirty is not returned by forward.",
+        "forward marks input `{name}` dirty but does not return it, which raises a "
+        "RuntimeError; return `{name}` itself as an output",
+        "inplace",
+    ),
+    # --- arity --------------------------------------------------------------------------
+    Rule(
+        "AGF113", "jvp-output-count", ERROR,
+        "jvp returns a different number of tangents than forward has outputs.",
+        "jvp returns {got} but forward returns {expected}; return exactly one tangent per "
+        "output (unlike backward, extra `None`s are an error here)",
+        "arity",
+    ),
+    # --- differentiability ----------------------------------------------------------------
+    Rule(
+        "AGF201", "materialize-grads-unchecked", WARNING,
+        "set_materialize_grads(False) while backward uses a gradient without a None test.",
+        "forward calls `ctx.set_materialize_grads(False)`, so `{name}` may be None, but "
+        "backward uses it here without an `is None` test; check `{name} is not None` first",
+        "differentiability",
+    ),
+    Rule(
+        "AGF202", "needs-input-grad-unchecked", INFO,
+        "backward computes several gradients without checking ctx.needs_input_grad.",
+        "backward computes {count} gradients without checking `ctx.needs_input_grad`; skip "
+        "the ones autograd does not need (`if ctx.needs_input_grad[i]: ...`)",
+        "differentiability", default=False,
+    ),
+    Rule(
+        "AGF204", "backward-not-differentiable", WARNING,
+        "backward computes its result outside autograd without @once_differentiable.",
+        "{how} computes the returned gradient outside autograd, so double backward silently "
+        "gives wrong (zero) gradients; decorate backward with `@once_differentiable` or keep "
+        "the computation differentiable",
+        "differentiability",
+    ),
+    Rule(
+        "AGF214", "backward-accumulates-grad", ERROR,
+        "backward returns `.grad` of tensors that its own backward call accumulated into.",
+        "backward runs `{call}` and returns `.grad` of tensors it did not detach, so each "
+        "gradient is accumulated into `.grad` and also returned (counted twice); use "
+        "`torch.autograd.grad(outputs, inputs, grads)`, or detach copies first",
+        "differentiability",
+    ),
+    Rule(
+        "AGF302", "builtin-reimplementation", INFO,
+        "A Function that reimplements one built-in op with its textbook derivative.",
+        "`{name}` reimplements `{op}` with its textbook derivative, which autograd already "
+        "does (faster, and composable with torch.func); call `{op}` directly",
+        "differentiability", default=False,
+    ),
+    Rule(
+        "AGF303", "ctx-style-not-functorch", INFO,
+        "A ctx-style forward without setup_context: torch.func transforms raise.",
+        "`{name}` takes ctx in forward and has no setup_context, so torch.func transforms "
+        "(vmap, grad, jacrev) raise on it; use `forward(*inputs)` plus "
+        "`setup_context(ctx, inputs, output)`",
+        "differentiability", default=False,
+    ),
+)
+_RULES = tuple(sorted(_RULES, key=lambda rule: rule.code))
+
 RULES: dict[str, Rule] = {rule.code: rule for rule in _RULES}
 RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in _RULES}
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(r.family for r in _RULES if r.family != "engine"))

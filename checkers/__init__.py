@@ -4,8 +4,14 @@ from __future__ import annotations
 from .arity import ArityChecker
 from .base import Checker, Reporter
 from .ctx_state import CtxStateChecker
+from .differentiability import DifferentiabilityChecker
 from .inplace import InplaceChecker
+from .structure import StructureChecker
+from .usage import UsageChecker
 
-CHECKERS: tuple[type[Checker], ...] = (CtxStateChecker, InplaceChecker, ArityChecker)
+CHECKERS: tuple[type[Checker], ...] = (
+    CtxStateChecker, InplaceChecker, ArityChecker, StructureChecker, DifferentiabilityChecker,
+    UsageChecker,
+)
 
 __all__ = ["CHECKERS", "Checker", "Reporter"]

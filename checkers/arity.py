@@ -1,4 +1,4 @@
-"""Gradient arity and signatures: AGF101, AGF102, AGF107, AGF112, AGF114, AGF205.
+"""Gradient arity and signatures: AGF101, AGF102, AGF107, AGF112, AGF113, AGF114, AGF205.
 
 autograd checks these only at run time, on the first backward: backward must
 return one gradient per forward input, accept one gradient per forward
@@ -13,11 +13,7 @@ from autograd_lint.analysis.interpreter import Return, constant_index
 from autograd_lint.analysis.values import Kind, Value
 from autograd_lint.project import FunctionClass, Method
 
-from .base import Checker
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+from .base import Checker, nodes_with_ctx, plural
 
 
 class ArityChecker(Checker):
@@ -45,6 +41,7 @@ class ArityChecker(Checker):
                 self.agf114_gradient_for_non_tensor(fn, facts, method, ret)
         if forward is not None and forward.node is not None:
             self.agf107_needs_input_grad_index(fn)
+            self.agf113_jvp_output_count(fn, facts)
 
     # -- AGF101 ----------------------------------------------------------------
     def agf101_gradient_count_mismatch(self, fn: FunctionClass, method: Method,
@@ -70,11 +67,11 @@ class ArityChecker(Checker):
             detail = " (extra gradients must be `None`)"
         else:
             return
-        got = "no value (None, one gradient)" if ret is None else _plural(count, "gradient")
+        got = "no value (None, one gradient)" if ret is None else plural(count, "gradient")
         names = ", ".join(f"`{a.arg}`" for a in fn.inputs)
-        expected = _plural(declared, "input") + (f" ({names})" if names else "")
+        expected = plural(declared, "input") + (f" ({names})" if names else "")
         if varargs:
-            expected = f"at least {_plural(required, 'input')}"
+            expected = f"at least {plural(required, 'input')}"
         self.reporter.add("AGF101", node, function=fn.name, method=method.name, got=got,
                           expected=expected, detail=detail)
 
@@ -92,28 +89,23 @@ class ArityChecker(Checker):
         if required <= outputs <= len(grads):
             return
         self.reporter.add("AGF102", method.node, function=fn.name, method=method.name,  # type: ignore[arg-type]
-                          got=_plural(len(grads), "gradient argument"),
-                          expected=_plural(outputs, "output"), count=outputs)
+                          got=plural(len(grads), "gradient argument"),
+                          expected=plural(outputs, "output"), count=outputs)
 
     # -- AGF107 ----------------------------------------------------------------
     def agf107_needs_input_grad_index(self, fn: FunctionClass) -> None:
         if fn.has_varargs or not self.enabled("AGF107"):
             return
         count = len(fn.inputs)
-        for method in fn.own.values():
-            ctx = fn.ctx_name(method)
-            if method.node is None or ctx is None:
+        for ctx, node in nodes_with_ctx(fn):
+            if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "needs_input_grad"
+                    and isinstance(node.value.value, ast.Name) and node.value.value.id == ctx):
                 continue
-            for node in ast.walk(method.node):
-                if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
-                        and node.value.attr == "needs_input_grad"
-                        and isinstance(node.value.value, ast.Name) and node.value.value.id == ctx):
-                    continue
-                index = constant_index(node.slice)
-                if index is None or -count <= index < count:
-                    continue
+            index = constant_index(node.slice)
+            if index is not None and not -count <= index < count:
                 self.reporter.add("AGF107", node, function=fn.name, index=index,
-                                  inputs=_plural(count, "input"), last=count - 1)
+                                  inputs=plural(count, "input"), last=count - 1)
 
     # -- AGF112 ----------------------------------------------------------------
     def agf112_keyword_only_input(self, fn: FunctionClass, forward: Method) -> None:
@@ -124,6 +116,20 @@ class ArityChecker(Checker):
                           s="s" if len(kwonly) > 1 else "",
                           names=", ".join(f"`{a.arg}`" for a in kwonly),
                           them="them" if len(kwonly) > 1 else "it")
+
+    # -- AGF113 ----------------------------------------------------------------
+    def agf113_jvp_output_count(self, fn: FunctionClass, facts: FunctionFacts) -> None:
+        jvp = fn.own.get("jvp")
+        outputs = facts.output_count
+        jvp_facts = facts.facts("jvp") if jvp is not None and jvp.node is not None else None
+        if jvp_facts is None or outputs is None or jvp_facts.has_yield:
+            return
+        for ret in jvp_facts.returns:
+            count = ret.value.arity()
+            if count is not None and count != outputs:
+                self.reporter.add("AGF113", ret.node, function=fn.name,
+                                  got=plural(count, "tangent"),
+                                  expected=plural(outputs, "output"))
 
     # -- AGF114 ----------------------------------------------------------------
     def agf114_gradient_for_non_tensor(self, fn: FunctionClass, facts: FunctionFacts,

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import ClassVar
+from typing import ClassVar, Iterator
 
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.findings import Finding
@@ -55,6 +55,20 @@ def node_range(node: ast.AST) -> tuple[int, int, int | None, int | None]:
                    ast.ClassDef: "class "}[type(node)]
         return line, column, line, column + len(keyword) + len(node.name)
     return line, column, getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+
+
+def nodes_with_ctx(fn: FunctionClass) -> Iterator[tuple[str, ast.AST]]:
+    """(ctx's name, node) for every node of the class's own methods that take ctx."""
+    for method in fn.own.values():
+        ctx = fn.ctx_name(method)
+        if method.node is not None and ctx is not None:
+            for node in ast.walk(method.node):
+                yield ctx, node
+
+
+def plural(count: int, word: str) -> str:
+    """`1 input`, `3 inputs`."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def source_text(node: ast.AST | None, limit: int = 40) -> str:

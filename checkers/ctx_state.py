@@ -1,15 +1,16 @@
-"""ctx and saved state: AGF001, AGF002, AGF003, AGF004, AGF008."""
+"""ctx and saved state: AGF001-AGF004, AGF008, AGF109, AGF203, AGF206, AGF210-AGF213,
+AGF215."""
 from __future__ import annotations
 
 import ast
 
 from autograd_lint.analysis.function_facts import FunctionFacts
-from autograd_lint.analysis.interpreter import CtxCall, CtxRead, CtxStore
+from autograd_lint.analysis.interpreter import Compute, CtxCall, CtxEscape, CtxRead, CtxStore
 from autograd_lint.analysis.values import Kind, Value
 from autograd_lint.project import FunctionClass
 from autograd_lint.registry import ERROR, WARNING
 
-from .base import Checker, source_text
+from .base import Checker, nodes_with_ctx, source_text
 
 # Methods that run while the graph is built (forward-time methods).
 _FORWARD_TIME = ("forward", "setup_context")
@@ -30,11 +31,25 @@ class CtxStateChecker(Checker):
                 self.agf003_saved_tensors_in_forward(fn, name, read)
             for call in method_facts.of(CtxCall):
                 self.agf004_save_for_backward_twice(fn, call)
+                self.agf203_mark_non_differentiable_input(fn, facts, call)
+                self.agf212_setup_context_saves_returned_input(fn, facts, name, call)
+                self.agf215_saved_output_view(fn, facts, call)
+            if name == "setup_context":
+                self.agf206_setup_context_compute(fn, method_facts.of(Compute))
         for name, method in fn.own.items():
             method_facts = facts.facts(name) if method.node is not None else None
-            for call in method_facts.of(CtxCall) if method_facts else ():
+            if method_facts is None:
+                continue
+            for call in method_facts.of(CtxCall):
                 self.agf002_save_non_tensor(fn, facts, call)
+            for escape in method_facts.of(CtxEscape):
+                self.agf211_ctx_escapes(fn, escape)
+            if name in ("backward", "vjp", "jvp"):
+                for read in method_facts.of(CtxRead):
+                    self.agf210_saved_tensors_read_twice(fn, read)
+        self.agf109_jvp_without_save_for_forward(fn, facts)
         self.agf008_data_attribute(fn)
+        self.agf213_deprecated_ctx_api(fn)
 
     # -- AGF001 ----------------------------------------------------------------
     def agf001_ctx_tensor_attribute(self, fn: FunctionClass, facts: FunctionFacts,
@@ -106,6 +121,126 @@ class CtxStateChecker(Checker):
                 else:
                     access, fix = "read", f"use `{base}.detach()` instead"
                 self.reporter.add("AGF008", node, function=fn.name, access=access, fix=fix)
+
+
+    # -- AGF109 ----------------------------------------------------------------
+    def agf109_jvp_without_save_for_forward(self, fn: FunctionClass,
+                                            facts: FunctionFacts) -> None:
+        jvp = fn.own.get("jvp")
+        if jvp is None or jvp.node is None or facts.calls("save_for_forward"):
+            return
+        jvp_facts = facts.facts("jvp")
+        reads = jvp_facts.of(CtxRead) if jvp_facts else []
+        if reads:
+            self.reporter.add("AGF109", reads[0].node, function=fn.name, attr=reads[0].attr)
+
+    # -- AGF203 ----------------------------------------------------------------
+    def agf203_mark_non_differentiable_input(self, fn: FunctionClass, facts: FunctionFacts,
+                                             call: CtxCall) -> None:
+        if call.method != "mark_non_differentiable":
+            return
+        returned = _returned_inputs(facts)
+        for _, value, starred in call.args:
+            src = value.src or ""
+            if starred or not src.startswith("input:") or value.kind is Kind.NONTENSOR:
+                continue
+            name = src[6:]
+            if name not in returned:
+                self.reporter.add("AGF203", call.node, function=fn.name, name=name)
+                return
+
+    # -- AGF206 ----------------------------------------------------------------
+    def agf206_setup_context_compute(self, fn: FunctionClass, computes: list[Compute]) -> None:
+        """One finding per statement line, on its outermost computation."""
+        outermost: dict[int, ast.expr] = {}
+        for compute in computes:
+            node = compute.node
+            line = node.lineno
+            current = outermost.get(line)
+            if current is None or _span(node) > _span(current):
+                outermost[line] = node
+        for node in outermost.values():
+            self.reporter.add("AGF206", node, function=fn.name, expr=source_text(node))
+
+    # -- AGF210 ----------------------------------------------------------------
+    def agf210_saved_tensors_read_twice(self, fn: FunctionClass, read: CtxRead) -> None:
+        if not read.prior:
+            return
+        earlier = sorted(getattr(n, "lineno", 0) for n in read.prior if n is not read.node)
+        where = (f"on a path that already read it (line {earlier[0]})" if earlier
+                 else "on every iteration of the loop around it")
+        self.reporter.add("AGF210", read.node, function=fn.name, attr=read.attr, where=where)
+
+    # -- AGF211 ----------------------------------------------------------------
+    def agf211_ctx_escapes(self, fn: FunctionClass, escape: CtxEscape) -> None:
+        self.reporter.add("AGF211", escape.node, function=fn.name, how=escape.how)
+
+    # -- AGF212 ----------------------------------------------------------------
+    def agf212_setup_context_saves_returned_input(self, fn: FunctionClass,
+                                                  facts: FunctionFacts, method: str,
+                                                  call: CtxCall) -> None:
+        if method != "setup_context" or call.method not in ("save_for_backward",
+                                                            "save_for_forward"):
+            return
+        # An input changed in place and marked dirty may be returned and saved.
+        dirty = {value.src[6:] for dirty_call in facts.calls("mark_dirty")
+                 for _, value, _ in dirty_call.args if (value.src or "").startswith("input:")}
+        returned = _returned_inputs(facts) - dirty
+        for _, value, _ in call.args:
+            names = {r[6:] for r in value.roots if r.startswith("input:")} & returned
+            if names and (value.src == "output" or (value.src or "").startswith("input:")):
+                self.reporter.add("AGF212", call.node, function=fn.name, name=sorted(names)[0])
+                return
+
+    # -- AGF213 ----------------------------------------------------------------
+    def agf213_deprecated_ctx_api(self, fn: FunctionClass) -> None:
+        if not self.enabled("AGF213"):
+            return
+        for ctx, node in nodes_with_ctx(fn):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                    node.value.id == ctx and node.attr in _DEPRECATED:
+                detail, fix = _DEPRECATED[node.attr]
+                self.reporter.add("AGF213", node, function=fn.name, attr=node.attr,
+                                  detail=detail, fix=fix)
+
+    # -- AGF215 ----------------------------------------------------------------
+    def agf215_saved_output_view(self, fn: FunctionClass, facts: FunctionFacts,
+                                 call: CtxCall) -> None:
+        if call.method != "save_for_backward":
+            return
+        outputs = {f"local:{name}": name for name in facts.returned_names}
+        outputs["output"] = "output"
+        for node, value, starred in call.args:
+            if starred or not value.view:
+                continue
+            if value.src == "output" or (isinstance(node, ast.Name)
+                                         and node.id in facts.returned_names):
+                continue  # the output itself (setup_context's `output`, or forward's name)
+            hits = sorted(outputs[r] for r in value.roots if r in outputs)
+            if hits:
+                self.reporter.add("AGF215", node, function=fn.name, arg=source_text(node),
+                                  name=hits[0])
+
+
+_DEPRECATED = {
+    "saved_variables": ("", "use `ctx.saved_tensors`"),
+    "mark_shared_storage": (" and does nothing in current PyTorch", "remove the call"),
+}
+
+
+def _returned_inputs(facts: FunctionFacts) -> set[str]:
+    """Inputs that forward returns unchanged (as the value or a tuple element)."""
+    forward = facts.facts("forward")
+    names: set[str] = set()
+    for ret in forward.returns if forward else ():
+        for value in ret.value.elems if ret.value.elems is not None else (ret.value,):
+            if value.src and value.src.startswith("input:"):
+                names.add(value.src[6:])
+    return names
+
+
+def _span(node: ast.expr) -> tuple[int, int]:
+    return (-(node.col_offset), (node.end_col_offset or 0))
 
 
 def _data_writes(method: ast.AST) -> set[int]:

@@ -1,5 +1,5 @@
 """In-place changes: AGF005 (saved tensors), AGF006 (incoming gradients),
-AGF007 (forward inputs without mark_dirty).
+AGF007 (forward inputs without mark_dirty), AGF208/AGF209 (mark_dirty misuse).
 
 The interpreter records every in-place operation with the abstract value of
 the tensor it changes; that value's roots say which saved tensor, gradient or
@@ -33,6 +33,10 @@ class InplaceChecker(Checker):
             dirty = self._dirty_inputs(fn, facts)
             for mutation in forward.of(Mutation):
                 self.agf007_input_inplace_without_mark_dirty(fn, facts, mutation, dirty)
+        if fn.own.get("forward") is not None or fn.own.get("setup_context") is not None:
+            for call in facts.calls("mark_dirty"):
+                self.agf208_mark_dirty_non_input(fn, call)
+            self.agf209_dirty_input_not_returned(fn, facts)
 
     @staticmethod
     def _own_facts(fn: FunctionClass, facts: FunctionFacts, name: str) -> MethodFacts | None:
@@ -80,6 +84,41 @@ class InplaceChecker(Checker):
             self.reporter.add("AGF007", mutation.node, function=fn.name, how=mutation.how,
                               target=target, root=name, via=via)
             return
+
+    # -- AGF208 ----------------------------------------------------------------
+    def agf208_mark_dirty_non_input(self, fn: FunctionClass, call: CtxCall) -> None:
+        for node, value, starred in call.args:
+            if starred or value.kind in (Kind.NONE, Kind.NONTENSOR) or \
+                    (value.src or "").startswith("input:"):
+                continue
+            inputs = sorted(r[6:] for r in value.roots if r.startswith("input:"))
+            if inputs and value.view:
+                what, consequence = f"a view of input `{inputs[0]}`", "autograd raises a RuntimeError"
+            elif value.kind is Kind.TENSOR and not inputs and value.src != "output":
+                what, consequence = "an intermediate tensor", "autograd ignores it with a warning"
+            else:
+                continue
+            self.reporter.add("AGF208", call.node, function=fn.name, arg=source_text(node),
+                              what=what, consequence=consequence)
+
+    # -- AGF209 ----------------------------------------------------------------
+    def agf209_dirty_input_not_returned(self, fn: FunctionClass, facts: FunctionFacts) -> None:
+        dirty = sorted({value.src[6:] for call in facts.calls("mark_dirty")
+                        for _, value, starred in call.args
+                        if not starred and (value.src or "").startswith("input:")})
+        forward = facts.facts("forward")
+        if not dirty or forward is None:
+            return
+        for ret in forward.returns:
+            values = ret.value.elems if ret.value.elems is not None else (ret.value,)
+            if ret.value.elems is None and (ret.value.seq or ret.value.kind is Kind.UNKNOWN
+                                            and not ret.value.single
+                                            and not (ret.value.src or "").startswith("input:")):
+                continue  # an unknown return form
+            returned = {v.src[6:] for v in values if (v.src or "").startswith("input:")}
+            missing = [name for name in dirty if name not in returned]
+            if missing:
+                self.reporter.add("AGF209", ret.node, function=fn.name, name=missing[0])
 
     @staticmethod
     def _dirty_inputs(fn: FunctionClass, facts: FunctionFacts) -> set[str]:

@@ -8,11 +8,24 @@ from typing import Iterable
 
 from autograd_lint.engine import SourceInput, lint_inputs, lint_source
 from autograd_lint.findings import Finding
-from autograd_lint.registry import RULES
+from autograd_lint.registry import RULES, default_codes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 _EXPECT = re.compile(r"#\s*expect:\s*(AG[FD]\d{3}(?:\s*,\s*AG[FD]\d{3})*)")
+_ALSO = re.compile(r"#\s*also-score:\s*(AG[FD]\d{3}(?:\s*,\s*AG[FD]\d{3})*)")
 ALL_CODES = frozenset(RULES)
+DEFAULT_CODES = default_codes()
+
+
+def opted_in(text: str) -> frozenset[str]:
+    """Off-by-default rules a fixture turns on with `# also-score: AGF302`."""
+    return frozenset(code.strip() for match in _ALSO.finditer(text)
+                     for code in match.group(1).split(","))
+
+
+def codes_for(text: str) -> frozenset[str]:
+    """The rules a fixture is checked with: the defaults plus its opt-ins."""
+    return DEFAULT_CODES | opted_in(text)
 
 
 def expectations(path: Path) -> Counter[tuple[int, str]]:
@@ -31,14 +44,16 @@ def found(findings: Iterable[Finding]) -> Counter[tuple[int, str]]:
 
 
 def lint(code: str, codes: Iterable[str] | None = None, path: str = "snippet.py") -> list[Finding]:
-    """Lint a source snippet with every rule (or the given codes) enabled."""
-    return lint_source(code, path=path, codes=ALL_CODES if codes is None else codes)
+    """Lint a snippet with the default rules plus its opt-ins (or the given codes)."""
+    return lint_source(code, path=path, codes=codes_for(code) if codes is None else codes)
 
 
-def lint_tree(root: Path, codes: Iterable[str] | None = None) -> list[Finding]:
-    enabled = frozenset(ALL_CODES if codes is None else codes)
+def lint_tree(root: Path, codes: Iterable[str] | None = None, *,
+              scan_tree: bool = True) -> list[Finding]:
+    """Lint a directory as a project scan, the way `check DIR` does."""
+    enabled = frozenset(DEFAULT_CODES if codes is None else codes)
     inputs = [SourceInput(p, str(p), enabled) for p in sorted(root.rglob("*.py"))]
-    result = lint_inputs(inputs)
+    result = lint_inputs(inputs, scan_tree=scan_tree)
     assert not result.errors, result.errors
     return result.findings
 

@@ -9,7 +9,9 @@ import pytest
 from autograd_lint.cli import main
 from autograd_lint.registry import RULES
 
-from .helpers import ALL_CODES, lint
+from .helpers import DEFAULT_CODES, lint, lint_tree
+
+PROJECT_RULES = {"AGF301"}  # reported in tree scans only
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SECTIONS = ["## What it does", "## Why is this bad", "## Example", "## Use instead",
@@ -36,16 +38,26 @@ def test_page_layout(code: str) -> None:
     assert positions == sorted(positions), f"{code}: sections out of order"
 
 
+def run_example(code: str, section: str, tmp_path: Path) -> list:
+    """Lint a page's code block; project-level rules see it as a one-file tree."""
+    source = code_block(page(code), section)
+    codes = DEFAULT_CODES | {code}
+    if code in PROJECT_RULES:
+        (tmp_path / "example.py").write_text(source)
+        return lint_tree(tmp_path, codes)
+    return lint(source, codes=codes)
+
+
 @pytest.mark.parametrize("code", sorted(RULES))
-def test_example_triggers_exactly_its_rule(code: str) -> None:
-    findings = lint(code_block(page(code), "## Example"), codes=ALL_CODES)
+def test_example_triggers_exactly_its_rule(code: str, tmp_path: Path) -> None:
+    findings = run_example(code, "## Example", tmp_path)
     assert findings and {f.code for f in findings} == {code}, \
         [(f.line, f.code, f.message) for f in findings]
 
 
 @pytest.mark.parametrize("code", sorted(RULES))
-def test_fix_is_clean(code: str) -> None:
-    findings = lint(code_block(page(code), "## Use instead"), codes=ALL_CODES)
+def test_fix_is_clean(code: str, tmp_path: Path) -> None:
+    findings = run_example(code, "## Use instead", tmp_path)
     assert findings == [], [(f.line, f.code, f.message) for f in findings]
 
 
@@ -55,6 +67,7 @@ def test_index_lists_every_rule() -> None:
     assert listed == set(RULES)
 
 
-def test_rule_command_prints_the_page(capsys) -> None:
-    assert main(["rule", "AGF006"]) == 0
-    assert capsys.readouterr().out == page("AGF006")
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_rule_command_prints_the_page(capsys, code: str) -> None:
+    assert main(["rule", code]) == 0
+    assert capsys.readouterr().out == page(code)

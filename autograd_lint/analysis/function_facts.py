@@ -13,7 +13,7 @@ from dataclasses import replace
 from functools import cached_property
 
 from . import torch_api as api
-from .interpreter import Interpreter, MethodFacts
+from .interpreter import FROM_GRAD, CtxCall, Interpreter, MethodFacts
 from .values import Kind, Value, join
 from ..project import FunctionClass, Method
 
@@ -106,28 +106,60 @@ class FunctionFacts:
         if ctx is not None:
             initial[ctx] = Value(Kind.NONTENSOR, src="ctx")
             params = params[1:]
+        layout = None
         if name in api.BACKWARD_METHODS or name == "jvp":
             prefix = "grad" if name != "jvp" else "tangent"
+            taint = frozenset({FROM_GRAD}) if prefix == "grad" else frozenset()
             for arg in params:
                 initial[arg.arg] = Value(Kind.TENSOR, frozenset({f"{prefix}:{arg.arg}"}),
-                                         src=f"{prefix}:{arg.arg}")
+                                         src=f"{prefix}:{arg.arg}", taint=taint)
             if method.vararg is not None:
                 star = method.vararg.arg
+                element = Value(Kind.TENSOR, frozenset({f"{prefix}:{star}"}), taint=taint)
                 initial[star] = Value(Kind.TENSORS, frozenset({f"{prefix}:{star}"}), None, True,
-                                      src=f"{prefix}s:{star}")
+                                      src=f"{prefix}s:{star}", taint=taint, item=element)
+            layout = self.saved_layout("save_for_forward" if name == "jvp"
+                                       else "save_for_backward")
+        elif name == "vmap" and len(params) >= 2:
+            # vmap(info, in_dims, *inputs): batched versions of forward's inputs.
+            for arg, value in zip(params[2:], self.inputs.values()):
+                initial[arg.arg] = value
         else:
             for arg in params:
                 initial[arg.arg] = Value()
-        return self._interpret(method, initial)
+        return self._interpret(method, initial, layout)
 
-    def _interpret(self, method: Method, initial: dict[str, Value]) -> MethodFacts | None:
+    def _interpret(self, method: Method, initial: dict[str, Value],
+                   layout: tuple[Value, ...] | None = None) -> MethodFacts | None:
         if method.node is None:
             return None
         for arg in _other_args(method):
             initial.setdefault(arg, Value())
         interpreter = Interpreter(method.owner.module, method.owner.info.scope, method.node,
-                                  initial)
+                                  initial, layout)
         return interpreter.run()
+
+    def saved_layout(self, method: str = "save_for_backward") -> tuple[Value, ...] | None:
+        """What each position of `ctx.saved_tensors` holds, when every call of
+        `method` in forward/setup_context saves the same number of plain args."""
+        calls = [call for name in ("forward", "setup_context")
+                 for call in (self.facts(name).of(CtxCall) if self.facts(name) else ())
+                 if call.method == method]
+        if not calls or any(starred for call in calls for _, _, starred in call.args):
+            return None
+        if len({len(call.args) for call in calls}) != 1:
+            return None
+        positions = [value for _, value, _ in calls[0].args]
+        for call in calls[1:]:
+            positions = [join(a, b) for a, (_, b, _) in zip(positions, call.args)]
+        return tuple(positions)
+
+    def calls(self, method: str, *, where: tuple[str, ...] = ("forward", "setup_context")
+              ) -> list[CtxCall]:
+        """Every `ctx.<method>(...)` call in the given methods."""
+        return [call for name in where
+                for call in (self.facts(name).of(CtxCall) if self.facts(name) else ())
+                if call.method == method]
 
     def _run_forward(self, inputs: dict[str, Value]) -> MethodFacts | None:
         forward = self.fn.forward
@@ -251,9 +283,9 @@ def _as_output(value: Value | None) -> Value:
     if value is None:
         return Value(Kind.UNKNOWN, src="output")
     if value.elems is not None:
-        elems = tuple(replace(e, src="output") for e in value.elems)
-        return Value(Kind.TENSORS, value.roots, elems, True, src="output")
-    return replace(value, src="output")
+        elems = tuple(replace(e, src="output", roots=e.roots | {"output"}) for e in value.elems)
+        return Value(Kind.TENSORS, value.roots | {"output"}, elems, True, src="output")
+    return replace(value, src="output", roots=value.roots | {"output"})
 
 
 def _is_none(node: ast.expr) -> bool:

@@ -2,15 +2,17 @@
 
 It walks a method's statements in execution order. On every path it keeps
 the abstract value of each local name (tensor-valued or not, which root
-tensors it may alias, tuple elements) and a set of path facts (which
-`save_for_backward` calls and `saved_tensors` reads already ran). Branches are
-analysed separately and joined afterwards; `return`, `raise`, `break` and
-`continue` end a path; loops run to a fixpoint. Rebinding a name on one branch
-therefore ends an alias on that branch only.
+tensors it may alias, tuple elements, what it was computed from) and a set of
+path facts (which `save_for_backward` calls and `saved_tensors` reads already
+ran, which gradients were tested against None). Branches are analysed
+separately and joined afterwards; `return`, `raise`, `break` and `continue` end
+a path; loops run to a fixpoint. Rebinding a name on one branch therefore ends
+an alias on that branch only.
 
 The interpreter does not judge anything: it records events (a ctx attribute
-store, a ctx method call, an in-place change, a return, ...) with the values
-involved, and the checkers decide what is a finding.
+store, a ctx method call, an in-place change, a return, a value leaving
+autograd, ...) with the values involved, and the checkers decide what is a
+finding.
 """
 from __future__ import annotations
 
@@ -32,6 +34,10 @@ CTX_SAVE_METHODS = frozenset({
 CTX_OTHER_METHODS = frozenset({"set_materialize_grads", "mark_shared_storage"})
 SAVED_ATTRS = frozenset({"saved_tensors", "saved_variables"})
 
+# Taint markers of the two kinds of gradient-carrying values in backward.
+FROM_GRAD = "src:grad"
+FROM_SAVED = "src:saved"
+
 # Tensor methods that also exist on modules, builtins or NumPy arrays under
 # the same name: calling them is no evidence that the receiver is a tensor.
 _AMBIGUOUS_METHODS = frozenset({
@@ -46,6 +52,12 @@ EVIDENCE_METHODS = (api.TENSOR_METHODS | api.VIEW_METHODS | api.STRONG_TENSOR_ME
                     | api.SEQUENCE_METHODS) - _AMBIGUOUS_METHODS
 # `.sum()` and `.view()` are named as tensor evidence by RULES.md.
 EVIDENCE_METHODS = EVIDENCE_METHODS | {"sum", "view", "mean", "reshape", "transpose"}
+
+# Methods that leave autograd: their result no longer carries a gradient.
+_LEAVING_METHODS = frozenset({"numpy", "item", "tolist"})
+# Methods whose receiver is kept: `x.requires_grad_()` returns x itself.
+_CONTAINER_METHODS_STORING = frozenset({"append", "add", "extend", "insert", "setdefault",
+                                        "update", "put", "put_nowait", "appendleft"})
 
 
 # ---------------------------------------------------------------------------
@@ -98,7 +110,59 @@ class Return:
     elements: list[ast.expr] | None  # the tuple display's elements, when visible
 
 
-Event = Union[CtxStore, CtxCall, CtxRead, Mutation, Return]
+@dataclass
+class GradUse:
+    """A gradient argument used in a tensor operation (not just passed on)."""
+
+    node: ast.AST
+    root: str  # the gradient parameter's name
+    tested: bool  # an `is None` / `is not None` test on it ran before, on this path
+
+
+@dataclass
+class LeftAutograd:
+    """A value computed outside autograd in backward (`.numpy()`, no_grad, ...).
+
+    `key` is the taint marker the value carries, so a rule can tell whether it
+    reaches a returned gradient."""
+
+    node: ast.AST
+    how: str
+    key: str
+
+
+@dataclass
+class GradRead:
+    """`t.grad` of a tensor not detached in this method; `key` is its taint."""
+
+    node: ast.Attribute
+    key: str
+
+
+@dataclass
+class BackwardCall:
+    """`torch.autograd.backward(...)` or `t.backward(...)`."""
+
+    node: ast.Call
+
+
+@dataclass
+class Compute:
+    """An expression that computes a new tensor (arithmetic, a torch op)."""
+
+    node: ast.expr
+
+
+@dataclass
+class CtxEscape:
+    """ctx stored where it outlives the call."""
+
+    node: ast.AST
+    how: str
+
+
+Event = Union[CtxStore, CtxCall, CtxRead, Mutation, Return, GradUse, LeftAutograd, GradRead,
+              BackwardCall, Compute, CtxEscape]
 
 
 @dataclass
@@ -153,15 +217,22 @@ def join_states(states: Iterable[State | None]) -> State | None:
     for state in live:
         for name, value in state.vars.items():
             out.vars[name] = join(out.vars[name], value) if name in out.vars else value
-        for key, items in state.facts.items():
-            out.facts[key] = out.facts.get(key, frozenset()) | items
+    # A "tested" fact must hold on every path; the other facts on any path.
+    for key in {k for state in live for k in state.facts}:
+        sets = [state.facts.get(key, frozenset()) for state in live]
+        out.facts[key] = frozenset.intersection(*sets) if key == "none_tested" else \
+            frozenset().union(*sets)
     return out
 
 
 def _widen(state: State) -> State:
     """Drop what can grow without bound across loop passes (tuple lengths)."""
-    return State({k: replace(v, elems=None, literal=False, text=None)
+    return State({k: replace(v, elems=None, literal=False, text=None, item=None)
                   for k, v in state.vars.items()}, dict(state.facts))
+
+
+def _taint(*values: Value) -> frozenset[str]:
+    return frozenset().union(*(v.taint for v in values)) if values else frozenset()
 
 
 # ---------------------------------------------------------------------------
@@ -171,14 +242,18 @@ class Interpreter:
     """Runs over one method body; see the module docstring."""
 
     def __init__(self, module: ModuleInfo, scope: Scope,
-                 node: ast.FunctionDef | ast.AsyncFunctionDef, initial: dict[str, Value]) -> None:
+                 node: ast.FunctionDef | ast.AsyncFunctionDef, initial: dict[str, Value],
+                 saved_layout: tuple[Value, ...] | None = None) -> None:
         self.scope = Scope(scope, "function", "")
         collect_imports(node.body, self.scope, module)
         self.node = node
         self.initial = initial
+        self.saved_layout = saved_layout
         self._events: dict[tuple[type, int, object], Event] = {}
         self.evidence: set[str] = set()
         self._loops: list[tuple[list[State], list[State]]] = []
+        self._grad_off: list[str] = []  # taint keys of enclosing no_grad blocks
+        self._globals: set[str] = set()
 
     def run(self) -> MethodFacts:
         state = State(dict(self.initial))
@@ -189,14 +264,32 @@ class Interpreter:
 
     def _record(self, event: Event) -> None:
         # Keyed by node: a loop's last (fixpoint) pass overwrites earlier passes.
-        # One statement may hold several events (`ctx.a, ctx.b = a, b`).
-        detail = event.attr if isinstance(event, CtxStore) else \
-            id(event.target) if isinstance(event, Mutation) else 0
+        # One node may hold several events (`ctx.a, ctx.b = a, b`; `g1 + g2`).
+        if isinstance(event, CtxStore):
+            detail: object = event.attr
+        elif isinstance(event, Mutation):
+            detail = id(event.target)
+        elif isinstance(event, GradUse):
+            detail = event.root
+        else:
+            detail = 0
         self._events[(type(event), id(event.node), detail)] = event
+
+    def _marker(self, prefix: str, node: ast.AST) -> str:
+        return f"{prefix}:{getattr(node, 'lineno', 0)}:{getattr(node, 'col_offset', 0)}"
 
     def _evidence(self, value: Value) -> None:
         if value.src and value.src.startswith("input:"):
             self.evidence.add(value.src[6:])
+
+    def _grad_uses(self, node: ast.AST, state: State, *values: Value) -> None:
+        """Record gradient arguments used as tensors by this operation."""
+        tested = state.facts.get("none_tested", frozenset())
+        for value in values:
+            for root in value.roots:
+                if root.startswith("grad:"):
+                    name = root[5:]
+                    self._record(GradUse(node, name, name in tested))
 
     # -- statements ------------------------------------------------------------
     def block(self, body: list[ast.stmt], state: State | None) -> State | None:
@@ -236,13 +329,16 @@ class Interpreter:
             current = state.vars.get(target.id, UNKNOWN)
             operand = self.expr(node.value, state)
             self._record(Mutation(node, target, current, f"`{target.id} {op}= ...`", False))
-            result = self._binop(type(node.op), current, operand)
-            state.vars[target.id] = Value(result.kind, current.roots, result.elems, result.seq,
-                                          False, current.maybe_none, current.src)
+            self._grad_uses(node, state, current, operand)
+            result = self._binop(type(node.op), current, operand, node)
+            state.vars[target.id] = replace(
+                current, kind=result.kind, elems=result.elems, seq=result.seq, literal=False,
+                text=None, taint=current.taint | result.taint | self._off_taint())
         elif isinstance(target, ast.Subscript):
             base = self.expr(target.value, state)
             self.expr(target.slice, state)
-            self.expr(node.value, state)
+            operand = self.expr(node.value, state)
+            self._grad_uses(node, state, operand)
             if base.seq:
                 # `grads[i] += g` on a list: the element tensor changes in place.
                 element = replace(element_of(base),
@@ -259,8 +355,12 @@ class Interpreter:
 
     def s_Return(self, node: ast.Return, state: State) -> None:
         value = self.expr(node.value, state) if node.value is not None else NONE
+        if self._grad_off:
+            value = replace(value, taint=value.taint | self._off_taint())
         elements = list(node.value.elts) if isinstance(node.value, ast.Tuple) else None
         self._record(Return(node, value, elements))
+        if value.src == "ctx" or any(e.src == "ctx" for e in value.elems or ()):
+            self._record(CtxEscape(node, "returned"))
         return None
 
     def s_Raise(self, node: ast.Raise, state: State) -> None:
@@ -272,6 +372,10 @@ class Interpreter:
         self.expr(node.test, state)
         return join_states([self.block(node.body, state.copy()),
                             self.block(node.orelse, state.copy())])
+
+    def s_Assert(self, node: ast.Assert, state: State) -> State:
+        self.expr(node.test, state)
+        return state
 
     def s_For(self, node: ast.For, state: State) -> State | None:
         iterable = self.expr(node.iter, state)
@@ -313,13 +417,39 @@ class Interpreter:
         return None
 
     def s_With(self, node: ast.With, state: State) -> State | None:
+        grad_off = False
         for item in node.items:
             self.expr(item.context_expr, state)
+            grad_off = grad_off or self._is_grad_off(item.context_expr, state)
             if item.optional_vars is not None:
                 self.bind(item.optional_vars, UNKNOWN, state, node, None)
-        return self.block(node.body, state)
+        if not grad_off:
+            return self.block(node.body, state)
+        key = self._marker("left", node)
+        self._record(LeftAutograd(node, "a `torch.no_grad()` block", key))
+        self._grad_off.append(key)
+        try:
+            return self.block(node.body, state)
+        finally:
+            self._grad_off.pop()
 
     s_AsyncWith = s_With
+
+    def _is_grad_off(self, expr: ast.expr, state: State) -> bool:
+        call = expr if isinstance(expr, ast.Call) else None
+        target = call.func if call is not None else expr
+        if not isinstance(target, (ast.Name, ast.Attribute)):
+            return False
+        qualified = self.qualname(target, state) or ""
+        if qualified in api.GRAD_OFF_CONTEXTS:
+            return True
+        if qualified in api.GRAD_MODE_SETTERS and call is not None and call.args:
+            first = call.args[0]
+            return isinstance(first, ast.Constant) and first.value is False
+        return False
+
+    def _off_taint(self) -> frozenset[str]:
+        return frozenset(self._grad_off)
 
     def s_Try(self, node: ast.Try, state: State) -> State | None:
         # A handler starts where a body statement raised: before that statement
@@ -386,33 +516,61 @@ class Interpreter:
 
     s_ImportFrom = s_Import
 
-    def s_Pass(self, node: ast.stmt, state: State) -> State:
+    def s_Global(self, node: ast.Global | ast.Nonlocal, state: State) -> State:
+        self._globals.update(node.names)
+        for name in node.names:
+            state.vars.pop(name, None)
         return state
 
-    s_Global = s_Nonlocal = s_Pass
+    s_Nonlocal = s_Global
+
+    def s_Pass(self, node: ast.stmt, state: State) -> State:
+        return state
 
     # -- binding ---------------------------------------------------------------
     def bind(self, target: ast.expr, value: Value, state: State, stmt: ast.AST,
              value_node: ast.expr | None) -> None:
         if isinstance(target, ast.Name):
-            state.vars[target.id] = value
+            self._bind_name(target.id, value, state, stmt)
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._bind_many(target.elts, value, state, stmt, value_node)
         elif isinstance(target, ast.Starred):
             self.bind(target.value, Value(value.kind if value.seq else Kind.UNKNOWN,
-                                          value.roots, seq=True), state, stmt, None)
+                                          value.roots, seq=True, taint=value.taint,
+                                          item=value.item, is_list=True),
+                      state, stmt, None)
         elif isinstance(target, ast.Attribute):
             base = self.expr(target.value, state)
             if base.src == "ctx":
                 self._record(CtxStore(stmt, target.attr, value, value_node))
+            elif value.src == "ctx" and self._nonlocal(target.value, state):
+                self._record(CtxEscape(stmt, f"stored on `{ast.unparse(target.value)}`"))
         elif isinstance(target, ast.Subscript):
             base = self.expr(target.value, state)
             self.expr(target.slice, state)
+            if value.src == "ctx" and self._nonlocal(target.value, state):
+                self._record(CtxEscape(stmt, f"stored in `{ast.unparse(target.value)}`"))
             if base.seq:  # a list/dict slot is replaced: no tensor changes
                 self._store_item(target, base, value, state)
             else:
                 self._record(Mutation(stmt, target.value, base, "item assignment `[...] = ...`",
                                       False))
+
+    def _bind_name(self, name: str, value: Value, state: State, stmt: ast.AST) -> None:
+        if name in self._globals and value.src == "ctx":
+            self._record(CtxEscape(stmt, f"assigned to the global `{name}`"))
+        if self._grad_off:
+            value = replace(value, taint=value.taint | self._off_taint())
+        if value.kind in (Kind.TENSOR, Kind.TENSORISH) and not value.roots and not value.seq:
+            # A new tensor: its own root, so that views of it can be recognised.
+            value = replace(value, roots=frozenset({f"local:{name}"}), view=False)
+        state.vars[name] = value
+
+    def _nonlocal(self, node: ast.expr, state: State) -> bool:
+        """A container expression that lives beyond this call (a global, a closure)."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id not in state.vars
 
     @staticmethod
     def _store_item(target: ast.Subscript, container: Value, item: Value, state: State) -> None:
@@ -429,13 +587,14 @@ class Interpreter:
         elif container.is_list and index is not None and index >= 0:
             pinned, rest = list_slots(container)
             pinned[index] = item.roots
-            updated = replace(container, elems=None, roots=roots, rest=rest,
+            updated = replace(container, elems=None, roots=roots, rest=rest, item=None,
                               pinned=tuple(sorted(pinned.items())))
         else:
             pinned, rest = list_slots(container) if container.is_list else ({}, container.roots)
             updated = replace(container, elems=None, roots=roots, rest=rest | item.roots,
+                              item=None,
                               pinned=tuple((i, r | item.roots) for i, r in sorted(pinned.items())))
-        state.vars[target.value.id] = updated
+        state.vars[target.value.id] = replace(updated, taint=updated.taint | item.taint)
 
     def _bind_many(self, targets: list[ast.expr], value: Value, state: State, stmt: ast.AST,
                    value_node: ast.expr | None) -> None:
@@ -516,7 +675,7 @@ class Interpreter:
                 self.expr(part, state)
         return NONTENSOR
 
-    def e_Tuple(self, node: ast.Tuple, state: State) -> Value:
+    def e_Tuple(self, node: ast.Tuple | ast.List | ast.Set, state: State) -> Value:
         elems: list[Value] = []
         known = True
         for elt in node.elts:
@@ -532,12 +691,12 @@ class Interpreter:
         return tuple_of(elems, known=known)
 
     def e_List(self, node: ast.List, state: State) -> Value:
-        value = self.e_Tuple(node, state)  # type: ignore[arg-type]
+        value = self.e_Tuple(node, state)
         return replace(value, is_list=True)  # elements tracked; never a tuple result
 
     def e_Set(self, node: ast.Set, state: State) -> Value:
-        value = self.e_Tuple(node, state)  # type: ignore[arg-type]
-        return Value(value.kind, value.roots, None, True)
+        value = self.e_Tuple(node, state)
+        return replace(value, elems=None, item=element_of(value) if value.elems else None)
 
     def e_Dict(self, node: ast.Dict, state: State) -> Value:
         values = []
@@ -545,8 +704,7 @@ class Interpreter:
             if key is not None:
                 self.expr(key, state)
             values.append(self.expr(item, state))
-        value = tuple_of(values, known=False)
-        return Value(value.kind, value.roots, None, True)
+        return tuple_of(values, known=False)
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
                        state: State) -> Value:
@@ -571,7 +729,8 @@ class Interpreter:
         kind = Kind.TENSORS if result.kind.holds_tensor else Kind.UNKNOWN
         is_list = isinstance(node, ast.ListComp)
         return Value(kind, result.roots, None, not isinstance(node, ast.GeneratorExp),
-                     is_list=is_list, rest=result.roots if is_list else None)
+                     is_list=is_list, rest=result.roots if is_list else None, item=result,
+                     taint=result.taint)
 
     e_ListComp = e_SetComp = e_GeneratorExp = e_DictComp = _comprehension
 
@@ -588,32 +747,52 @@ class Interpreter:
     def e_BoolOp(self, node: ast.BoolOp, state: State) -> Value:
         values = [self.expr(v, state) for v in node.values]
         if all(v.kind is Kind.NONTENSOR for v in values):
-            return NONTENSOR
+            return replace(NONTENSOR, taint=_taint(*values))
         return reduce(join, values)
 
     def e_UnaryOp(self, node: ast.UnaryOp, state: State) -> Value:
         operand = self.expr(node.operand, state)
+        taint = operand.taint
         if isinstance(node.op, ast.Not):
-            return NONTENSOR
+            return replace(NONTENSOR, taint=taint)
         if operand.literal:
             return Value(Kind.NONTENSOR, literal=True, text=_literal_text(node))
         if operand.kind in (Kind.TENSOR, Kind.TENSORISH):
-            return Value(Kind.TENSOR)
+            self._grad_uses(node, state, operand)
+            self._record(Compute(node))
+            return Value(Kind.TENSOR, taint=taint, integral=operand.integral)
         if operand.kind is Kind.NONTENSOR:
-            return NONTENSOR
+            return replace(NONTENSOR, taint=taint)
         source = _input_of(operand)
         return Value(Kind.UNKNOWN, single=not operand.seq and operand.elems is None,
-                     src=f"arith:{source}" if source else None)
+                     src=f"arith:{source}" if source else None, taint=taint)
 
     def e_Compare(self, node: ast.Compare, state: State) -> Value:
         values = [self.expr(node.left, state)] + [self.expr(c, state) for c in node.comparators]
+        taint = _taint(*values)
         if all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
-            return NONTENSOR
+            self._none_tests(node, values, state)
+            return replace(NONTENSOR, taint=taint)
         if any(v.kind in (Kind.TENSOR, Kind.TENSORISH) for v in values):
-            return Value(Kind.TENSOR)
+            self._grad_uses(node, state, *values)
+            return Value(Kind.TENSOR, taint=taint, integral=True)  # a boolean mask
         if all(v.kind is Kind.NONTENSOR for v in values):
-            return NONTENSOR
-        return UNKNOWN
+            return replace(NONTENSOR, taint=taint)
+        return Value(Kind.UNKNOWN, taint=taint, integral=True)  # a bool or a bool mask
+
+    @staticmethod
+    def _none_tests(node: ast.Compare, values: list[Value], state: State) -> None:
+        """`g is None` / `g is not None`: the gradient g is tested on this path."""
+        operands = [node.left, *node.comparators]
+        for op, (left, right) in zip(node.ops, zip(range(len(operands)), range(1, len(operands)))):
+            if not isinstance(op, (ast.Is, ast.IsNot)):
+                continue
+            pair = (operands[left], operands[right])
+            for index, other in ((left, pair[1]), (right, pair[0])):
+                if isinstance(other, ast.Constant) and other.value is None:
+                    for root in values[index].roots:
+                        if root.startswith("grad:"):
+                            state.add_fact("none_tested", root[5:])
 
     def e_BinOp(self, node: ast.BinOp, state: State) -> Value:
         left = self.expr(node.left, state)
@@ -621,43 +800,52 @@ class Interpreter:
         if isinstance(node.op, ast.MatMult):
             self._evidence(left)
             self._evidence(right)
-        return self._binop(type(node.op), left, right, node.right)
+        if not (left.seq or right.seq):
+            self._grad_uses(node, state, left, right)
+        result = self._binop(type(node.op), left, right, node)
+        if result.kind in (Kind.TENSOR, Kind.TENSORISH):
+            self._record(Compute(node))
+        return result
 
-    def _binop(self, op: type, left: Value, right: Value,
-               right_node: ast.expr | None = None) -> Value:
+    def _binop(self, op: type, left: Value, right: Value, node: ast.AST) -> Value:
+        taint = left.taint | right.taint
         if left.seq or right.seq:
-            return self._sequence_op(op, left, right, right_node)
+            right_node = node.right if isinstance(node, ast.BinOp) else getattr(node, "value", None)
+            return replace(self._sequence_op(op, left, right, right_node), taint=taint)
         if op is ast.MatMult:
-            return Value(Kind.TENSOR)
+            return Value(Kind.TENSOR, taint=taint)
         if left.kind in (Kind.TENSOR, Kind.TENSORISH) or right.kind in (Kind.TENSOR, Kind.TENSORISH):
-            return Value(Kind.TENSOR)
+            integral = all(v.integral for v in (left, right) if v.kind is not Kind.NONTENSOR)
+            return Value(Kind.TENSOR, taint=taint, integral=integral and op in _INTEGRAL_OPS)
         if left.kind is Kind.NONTENSOR and right.kind is Kind.NONTENSOR:
-            return NONTENSOR
+            return replace(NONTENSOR, taint=taint)
         # `x * 2`: arithmetic on one forward input and numbers. If forward
         # returns it, x must be a tensor (a Function's outputs are tensors).
         sources = {_input_of(v) for v in (left, right) if v.kind is not Kind.NONTENSOR}
         if len(sources) == 1 and None not in sources:
-            return Value(Kind.UNKNOWN, single=True, src=f"arith:{sources.pop()}")
+            return Value(Kind.UNKNOWN, single=True, src=f"arith:{sources.pop()}", taint=taint)
         # Arithmetic on a forward input or a number is one object, not a tuple.
-        operands = (left, right)
         if all(v.single or v.kind is Kind.NONTENSOR or (v.src or "").startswith("input:")
-               for v in operands):
-            return Value(Kind.UNKNOWN, single=True)
-        return UNKNOWN
+               for v in (left, right)):
+            return Value(Kind.UNKNOWN, single=True, taint=taint)
+        return replace(UNKNOWN, taint=taint)
 
     @staticmethod
     def _sequence_op(op: type, left: Value, right: Value, right_node: ast.expr | None) -> Value:
         if op is ast.Add and left.seq and right.seq:
-            if left.elems is not None and right.elems is not None:
+            if left.elems is not None and right.elems is not None and not left.is_list:
                 return tuple_of(left.elems + right.elems)
-            return Value(join(left, right).kind, left.roots | right.roots, None, True)
-        if op is ast.Mult and left.seq and left.elems is not None and \
+            item = join(element_of(left), element_of(right))
+            return Value(join(left, right).kind, left.roots | right.roots, None, True, item=item,
+                         is_list=left.is_list)
+        if op is ast.Mult and left.seq and left.elems is not None and not left.is_list and \
                 isinstance(right_node, ast.Constant) and isinstance(right_node.value, int) \
                 and 0 <= right_node.value <= 64:
             return tuple_of(left.elems * right_node.value)
         if op in (ast.Add, ast.Mult):
             seq = left if left.seq else right
-            return Value(seq.kind, seq.roots, None, True)
+            return Value(seq.kind, seq.roots, None, True, item=element_of(seq),
+                         is_list=seq.is_list)
         return UNKNOWN
 
     def e_Subscript(self, node: ast.Subscript, state: State) -> Value:
@@ -667,20 +855,26 @@ class Interpreter:
         if base.elems is not None and index is not None and -len(base.elems) <= index < len(base.elems):
             return base.elems[index]
         if isinstance(node.slice, ast.Slice) and base.seq:
-            return Value(base.kind, base.roots, None, True)
+            return replace(base, elems=base.elems[_slice(node.slice)] if base.elems is not None
+                           and _slice(node.slice) is not None else None,
+                           item=element_of(base) if base.elems is None or
+                           _slice(node.slice) is None else None)
         if base.is_list and index is not None:
             element = element_of(base)
             return replace(element, roots=item_roots(base, index))
         if base.kind in (Kind.TENSOR, Kind.TENSORISH) and not base.seq:
+            self._grad_uses(node, state, base)
             # Basic indexing (ints, slices, None, ...) is a view; indexing with
             # tensors, masks or lists (advanced indexing) copies.
             advanced = _advanced_index(node.slice, index_value)
-            return Value(Kind.TENSOR, frozenset() if advanced else base.roots)
-        if base.kind in (Kind.TENSORS, Kind.TENSORISH):
+            return Value(Kind.TENSOR, frozenset() if advanced else base.roots,
+                         taint=base.taint | index_value.taint, view=not advanced,
+                         integral=base.integral, detached=base.detached and not advanced)
+        if base.kind in (Kind.TENSORS, Kind.TENSORISH) or base.item is not None:
             return element_of(base)
         if base.kind is Kind.NONTENSOR:
-            return NONTENSOR
-        return Value(Kind.UNKNOWN, base.roots)
+            return replace(NONTENSOR, taint=base.taint)
+        return Value(Kind.UNKNOWN, base.roots, taint=base.taint)
 
     def e_Attribute(self, node: ast.Attribute, state: State) -> Value:
         qualified = self.qualname(node, state)
@@ -689,23 +883,44 @@ class Interpreter:
         base = self.expr(node.value, state)
         attr = node.attr
         if base.src == "ctx":
-            if attr in SAVED_ATTRS:
-                prior = state.add_fact("saved_tensors", node)
-                self._record(CtxRead(node, attr, prior))
-                return Value(Kind.TENSORS, frozenset({"saved"}), None, True, src="saved")
-            if attr == "needs_input_grad":
-                return Value(Kind.NONTENSOR, seq=True)
-            return Value(Kind.UNKNOWN, src=f"ctx.{attr}")
+            return self._ctx_attribute(node, attr, state)
         if attr in api.STRONG_TENSOR_ATTRIBUTES:
             self._evidence(base)
+        if attr != "grad":
+            self._grad_uses(node, state, base)
         if attr in api.NON_TENSOR_ATTRIBUTES:
-            return NONTENSOR
+            return replace(NONTENSOR, taint=base.taint)
+        if attr == "data":
+            taint = base.taint
+            if any(r.startswith("grad:") for r in base.roots):
+                key = self._marker("left", node)
+                self._record(LeftAutograd(node, "`.data` of the gradient", key))
+                taint = taint | {key}
+            kind = Kind.TENSOR if base.kind.holds_tensor or base.roots else Kind.UNKNOWN
+            return Value(kind, base.roots, taint=taint, view=True, detached=True)
         if attr in api.VIEW_ATTRIBUTES:
             kind = Kind.TENSOR if base.kind.holds_tensor or base.roots else Kind.UNKNOWN
-            return Value(kind, base.roots)
+            return Value(kind, base.roots, taint=base.taint, view=True, detached=base.detached)
         if attr == "grad":
-            return Value(Kind.TENSOR, maybe_none=True)
-        return UNKNOWN
+            taint = base.taint
+            # Only `.grad` of the very tensors that were saved: not of copies,
+            # nor of tensors whose origin is unknown (a ctx attribute set
+            # elsewhere, what a helper returned).
+            if not base.detached and "saved" in base.roots:
+                key = self._marker("acc", node)
+                self._record(GradRead(node, key))
+                taint = taint | {key}
+            return Value(Kind.TENSOR, maybe_none=True, taint=taint)
+        return replace(UNKNOWN, taint=base.taint)
+
+    def _ctx_attribute(self, node: ast.Attribute, attr: str, state: State) -> Value:
+        if attr in SAVED_ATTRS:
+            prior = state.add_fact("saved_tensors", node)
+            self._record(CtxRead(node, attr, prior))
+            return saved_tensors_value(self.saved_layout)
+        if attr == "needs_input_grad":
+            return Value(Kind.NONTENSOR, seq=True)
+        return Value(Kind.UNKNOWN, frozenset({f"ctx:{attr}"}), src=f"ctx.{attr}")
 
     def e_Call(self, node: ast.Call, state: State) -> Value:
         func = node.func
@@ -725,12 +940,18 @@ class Interpreter:
             self._record(Mutation(node, out_node, kwargs["out"], "`out=`", True))
         if receiver is not None:
             assert isinstance(func, ast.Attribute)
-            return self._method_call(node, func, receiver, args, kwargs, state)
-        if qualified is not None:
-            return self._function_call(node, qualified, args, kwargs)
-        if isinstance(func, ast.Name) and func.id not in state.vars:
-            return self._builtin_call(node, func.id, args, state)
-        return UNKNOWN
+            result = self._method_call(node, func, receiver, args, kwargs, state)
+            taint = receiver.taint | _taint(*args, *kwargs.values())
+        elif qualified is not None:
+            result = self._function_call(node, qualified, args, kwargs, state)
+            taint = _taint(*args, *kwargs.values())
+        elif isinstance(func, ast.Name) and func.id not in state.vars:
+            result = self._builtin_call(node, func.id, args, state)
+            taint = _taint(*args, *kwargs.values())
+        else:
+            result = UNKNOWN
+            taint = _taint(*args, *kwargs.values())
+        return replace(result, taint=result.taint | taint)
 
     def _builtin_call(self, node: ast.Call, name: str, args: list[Value], state: State) -> Value:
         found, _ = self.scope.lookup(name)
@@ -747,7 +968,8 @@ class Interpreter:
             inner = args[0] if args else NONE
             kind = Kind.TENSORS if inner.kind.holds_tensor else Kind.UNKNOWN
             elems = inner.elems if name == "tuple" else None
-            return Value(kind, inner.roots, elems, True)
+            return Value(kind, inner.roots, elems, True, is_list=name == "list",
+                         item=element_of(inner) if elems is None and args else None)
         return UNKNOWN
 
     def _method_call(self, node: ast.Call, func: ast.Attribute, receiver: Value,
@@ -755,44 +977,94 @@ class Interpreter:
         name = func.attr
         if receiver.src == "ctx":
             return self._ctx_call(node, name, args, state)
-        if receiver.is_list:
-            if isinstance(func.value, ast.Name) and name in _LIST_MUTATORS:
-                state.vars[func.value.id] = _list_after(receiver, name, args)
-            return element_of(receiver) if name == "pop" else UNKNOWN
+        if name in _CONTAINER_METHODS_STORING and any(a.src == "ctx" for a in args) and \
+                self._nonlocal(func.value, state):
+            self._record(CtxEscape(node, f"stored in `{ast.unparse(func.value)}`"))
+        if receiver.seq:
+            return self._container_call(node, func, receiver, args, state)
         if name in EVIDENCE_METHODS or (name.endswith("_") and not name.startswith("__")):
             self._evidence(receiver)
+        if name == "backward":
+            # `t.backward(g)`; `Other.backward(ctx, g)` is a Function's backward.
+            if not any(a.src == "ctx" for a in args):
+                self._record(BackwardCall(node))
+            return UNKNOWN
         if name.endswith("_") and not name.startswith("__") and name not in api.NOT_INPLACE_METHODS:
-            if not _self_copy(name, func.value, node):
-                self._record(Mutation(node, func.value, receiver, f"`.{name}()`", True))
-            return Value(Kind.TENSOR, receiver.roots, src=receiver.src)
-        tensor_receiver = receiver.kind in (Kind.TENSOR, Kind.TENSORISH) and not receiver.seq
+            return self._inplace_method(node, func, name, receiver, state)
+        if name in api.NOT_INPLACE_METHODS:
+            return replace(receiver, kind=Kind.TENSOR)  # `x.requires_grad_()` returns x
+        self._grad_uses(node, state, receiver)
+        tensor_receiver = receiver.kind in (Kind.TENSOR, Kind.TENSORISH)
+        if name in _LEAVING_METHODS:
+            return self._leaving(node, name, receiver)
         if name in api.NON_TENSOR_METHODS:
             return NONTENSOR
         if name in api.VIEW_SEQUENCE_METHODS:
-            return Value(Kind.TENSORS, receiver.roots, None, True)
+            item = Value(Kind.TENSOR, receiver.roots, view=True, integral=receiver.integral)
+            return Value(Kind.TENSORS, receiver.roots, None, True, item=item)
+        if name in api.INDICES_PAIR_METHODS or \
+                (name in api.SEQUENCE_WITH_DIM_METHODS and _has_dim(args, kwargs)):
+            return values_and_indices()
         if name in api.SEQUENCE_METHODS:
             return Value(Kind.TENSORS, frozenset(), None, True)
         if name in api.SEQUENCE_WITH_DIM_METHODS:
-            return self._maybe_with_dim(args, kwargs)
+            if not args and not kwargs:  # `x.max()`: one value
+                return Value(Kind.TENSOR if tensor_receiver else Kind.UNKNOWN, single=True)
+            if args[0].kind is not Kind.TENSOR:
+                return Value(Kind.TENSORISH)
+        certain = tensor_receiver or name in api.STRONG_TENSOR_METHODS
+        if name == "detach":
+            return self._detach(node, receiver)
         if name in api.VIEW_METHODS:
-            certain = tensor_receiver or name in api.STRONG_TENSOR_METHODS
-            return Value(Kind.TENSOR if certain else Kind.UNKNOWN, receiver.roots)
+            integral = receiver.integral or _converts_to_integral(name, node)
+            return Value(Kind.TENSOR if certain else Kind.UNKNOWN, receiver.roots, view=True,
+                         integral=integral and name not in _FLOAT_CONVERSIONS,
+                         detached=receiver.detached)
         if name in api.TENSOR_METHODS:
-            certain = tensor_receiver or name in api.STRONG_TENSOR_METHODS
-            return Value(Kind.TENSOR) if certain else UNKNOWN
+            if not certain:  # argmax/argsort/comparisons: integral whatever the receiver
+                return Value(Kind.UNKNOWN, integral=name in api.INTEGRAL_METHODS)
+            self._record(Compute(node))
+            return Value(Kind.TENSOR, integral=name in api.INTEGRAL_METHODS or (
+                receiver.integral and name not in _FLOAT_RESULTS))
         return UNKNOWN
 
-    @staticmethod
-    def _maybe_with_dim(args: list[Value], kwargs: dict[str | None, Value],
-                        first: int = 0) -> Value:
-        rest = args[first:]
-        if "dim" in kwargs or (rest and rest[0].kind is Kind.NONTENSOR):
-            return Value(Kind.TENSORS, seq=True)
-        if not rest and not kwargs:
-            return Value(Kind.TENSOR)
-        if rest and rest[0].kind is Kind.TENSOR:
-            return Value(Kind.TENSOR)
-        return Value(Kind.TENSORISH)
+    def _inplace_method(self, node: ast.Call, func: ast.Attribute, name: str, receiver: Value,
+                        state: State) -> Value:
+        if not _self_copy(name, func.value, node):
+            self._record(Mutation(node, func.value, receiver, f"`.{name}()`", True))
+        result = replace(receiver, kind=Kind.TENSOR)
+        if isinstance(func.value, ast.Name) and receiver.kind is Kind.UNKNOWN \
+                and func.value.id in state.vars:
+            # Only tensors have `*_()` methods: the name holds a tensor.
+            state.vars[func.value.id] = result
+        return result
+
+    def _detach(self, node: ast.Call, receiver: Value) -> Value:
+        taint = receiver.taint
+        if any(r.startswith("grad:") for r in receiver.roots):
+            key = self._marker("left", node)
+            self._record(LeftAutograd(node, "`.detach()` of the gradient", key))
+            taint = taint | {key}
+        return Value(Kind.TENSOR, receiver.roots, view=True, detached=True, taint=taint,
+                     integral=receiver.integral)
+
+    def _leaving(self, node: ast.Call, name: str, receiver: Value) -> Value:
+        """`.numpy()`, `.item()`, `.tolist()`: the result is outside autograd."""
+        taint = receiver.taint
+        if taint & {FROM_GRAD, FROM_SAVED}:
+            key = self._marker("left", node)
+            self._record(LeftAutograd(node, f"`.{name}()`", key))
+            taint = taint | {key}
+        return Value(Kind.NONTENSOR, taint=taint)
+
+    def _container_call(self, node: ast.Call, func: ast.Attribute, receiver: Value,
+                        args: list[Value], state: State) -> Value:
+        name = func.attr
+        if receiver.is_list and isinstance(func.value, ast.Name) and name in _LIST_MUTATORS:
+            state.vars[func.value.id] = _list_after(receiver, name, args)
+        if name in ("pop", "get", "popleft"):
+            return element_of(receiver)
+        return UNKNOWN
 
     def _ctx_call(self, node: ast.Call, name: str, args: list[Value], state: State) -> Value:
         if name in CTX_SAVE_METHODS or name in CTX_OTHER_METHODS:
@@ -808,7 +1080,7 @@ class Interpreter:
         return UNKNOWN
 
     def _function_call(self, node: ast.Call, qualified: str, args: list[Value],
-                       kwargs: dict[str | None, Value]) -> Value:
+                       kwargs: dict[str | None, Value], state: State) -> Value:
         last = qualified.rsplit(".", 1)[-1]
         if qualified in api.INPLACE_COLLECTIVES:
             index = api.INPLACE_COLLECTIVES[qualified]
@@ -821,12 +1093,24 @@ class Interpreter:
                 kw.arg == "inplace" and isinstance(kw.value, ast.Constant) and kw.value.value is True
                 for kw in node.keywords):
             self._record(Mutation(node, node.args[0], args[0], f"`{last}(..., inplace=True)`", True))
+        if qualified in ("torch.autograd.backward",):
+            self._record(BackwardCall(node))
         if qualified in api.TENSOR_ARG_FUNCTIONS and args:
             self._evidence(args[0])
         if qualified in api.ALL_TENSOR_ARGS_FUNCTIONS:
             for value in args:
                 self._evidence(value)
-        return self._torch_result(node, qualified, last, args, kwargs)
+        if qualified.startswith("numpy.") and any(
+                v.taint & {FROM_GRAD, FROM_SAVED} for v in (*args, *kwargs.values())):
+            key = self._marker("left", node)
+            self._record(LeftAutograd(node, f"`{qualified.replace('numpy', 'np', 1)}()`", key))
+            return Value(Kind.UNKNOWN, taint=frozenset({key}))
+        result = self._torch_result(node, qualified, last, args, kwargs)
+        if result.kind in (Kind.TENSOR, Kind.TENSORISH) and not result.view and \
+                qualified.startswith("torch."):
+            self._grad_uses(node, state, *args)
+            self._record(Compute(node))
+        return result
 
     @staticmethod
     def _torch_result(node: ast.Call, qualified: str, last: str, args: list[Value],
@@ -837,18 +1121,26 @@ class Interpreter:
             return NONTENSOR
         if qualified in api.OPAQUE_FUNCTIONS:
             return Value(Kind.UNKNOWN, src="rng")
-        first_roots = args[0].roots if args else frozenset()
+        first = args[0] if args else UNKNOWN
         if qualified in api.VIEW_FUNCTIONS:
-            return Value(Kind.TENSOR, first_roots)
+            return Value(Kind.TENSOR, first.roots, view=True, integral=first.integral,
+                         detached=first.detached)
         if qualified in api.VIEW_SEQUENCE_FUNCTIONS:
-            return Value(Kind.TENSORS, first_roots, None, True)
+            item = Value(Kind.TENSOR, first.roots, view=True, integral=first.integral)
+            return Value(Kind.TENSORS, first.roots, None, True, item=item)
         flagged = any(kw.arg in api.TUPLE_FLAGS and not (isinstance(kw.value, ast.Constant)
                                                          and not kw.value.value)
                       for kw in node.keywords)
+        if qualified in api.INDICES_PAIR_FUNCTIONS or (
+                qualified in api.SEQUENCE_WITH_DIM_FUNCTIONS and _has_dim(args[1:], kwargs)):
+            return values_and_indices()
         if qualified in api.SEQUENCE_FUNCTIONS or flagged:
             return Value(Kind.TENSORS, seq=True)
         if qualified in api.SEQUENCE_WITH_DIM_FUNCTIONS:
-            return Interpreter._maybe_with_dim(args, kwargs, first=1)
+            if len(args) == 1 and not kwargs:
+                return Value(Kind.TENSOR)
+            return Value(Kind.TENSOR) if len(args) > 1 and args[1].kind is Kind.TENSOR else \
+                Value(Kind.TENSORISH)
         if qualified == "torch.where" and len(args) == 1:
             return Value(Kind.TENSORS, seq=True)
         if api.is_tensor_class(qualified):
@@ -857,14 +1149,39 @@ class Interpreter:
             return UNKNOWN
         namespace = api.namespace_of(qualified)
         if namespace in api.TENSOR_NAMESPACES and last[:1].islower():
-            return Value(Kind.TENSOR)
+            integral = f"torch.{last}" in api.INTEGRAL_FUNCTIONS or _integral_dtype_kw(node) or \
+                (last.endswith("_like") and first.integral and "dtype" not in kwargs)
+            return Value(Kind.TENSOR, integral=integral)
         return UNKNOWN
 
-    # Unhandled expression kinds (Await, Yield, ...) fall back to visiting children.
+
+def saved_tensors_value(layout: tuple[Value, ...] | None) -> Value:
+    """`ctx.saved_tensors`: per position what forward saved, when known."""
+    item = Value(Kind.TENSOR, frozenset({"saved"}), src="saved", taint=frozenset({FROM_SAVED}))
+    elems = None
+    if layout is not None:
+        elems = tuple(
+            replace(item, maybe_none=position.maybe_none or position.kind is Kind.NONE,
+                    integral=position.integral,
+                    taint=frozenset() if position.integral else item.taint)
+            for position in layout)
+    return Value(Kind.TENSORS, frozenset({"saved"}), elems, True, src="saved", item=item,
+                 taint=frozenset({FROM_SAVED}))
+
+
+def values_and_indices() -> Value:
+    """`x.sort()`, `x.max(dim)`, `torch.topk(...)`: a (values, indices) pair."""
+    return tuple_of([Value(Kind.TENSOR), Value(Kind.TENSOR, integral=True)])
 
 
 _LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort",
                             "reverse"})
+_INTEGRAL_OPS = frozenset({ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd,
+                           ast.BitOr, ast.BitXor, ast.LShift, ast.RShift})
+_FLOAT_CONVERSIONS = frozenset({"float", "double", "half", "bfloat16"})
+_FLOAT_RESULTS = frozenset({"mean", "float", "double", "half", "bfloat16", "softmax",
+                            "log_softmax", "sigmoid", "exp", "log", "sqrt", "rsqrt", "div",
+                            "true_divide", "norm", "var", "std", "tanh"})
 
 
 def _list_after(lst: Value, method: str, args: list[Value]) -> Value:
@@ -874,16 +1191,20 @@ def _list_after(lst: Value, method: str, args: list[Value]) -> Value:
     known; the other methods move elements around."""
     added = frozenset().union(*(a.roots for a in args)) if args else frozenset()
     roots = lst.roots | added
+    taint = lst.taint | _taint(*args)
     if method == "append" and len(args) == 1 and lst.elems is not None:
         return replace(tuple_of(lst.elems + (args[0],)), is_list=True)
     if method == "extend" and len(args) == 1 and lst.elems is not None and \
             args[0].elems is not None:
         return replace(tuple_of(lst.elems + args[0].elems), is_list=True)
+    new_items = [a if method == "append" else element_of(a) for a in args]
+    item = reduce(join, [element_of(lst), *new_items]) if lst.elems or lst.item else None
     if method in ("append", "extend"):
         pinned, rest = list_slots(lst)
         return replace(lst, elems=None, roots=roots, pinned=tuple(sorted(pinned.items())),
-                       rest=rest | added)
-    return replace(lst, elems=None, roots=roots, pinned=(), rest=roots)
+                       rest=rest | added, item=item, taint=taint)
+    return replace(lst, elems=None, roots=roots, pinned=(), rest=roots, item=item, taint=taint)
+
 
 _OPERATORS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -897,6 +1218,8 @@ _DTYPE_NAMES = frozenset({
     "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "strided", "sparse_coo",
     "channels_last", "contiguous_format", "preserve_format", "inf", "nan", "pi", "e",
 })
+_INTEGRAL_DTYPES = frozenset({"int8", "uint8", "int16", "short", "int32", "int", "int64",
+                              "long", "bool", "uint16", "uint32", "uint64"})
 
 
 def _is_constant_name(qualified: str) -> bool:
@@ -904,22 +1227,36 @@ def _is_constant_name(qualified: str) -> bool:
     return namespace in ("torch", "math") and last in _DTYPE_NAMES
 
 
-def _literal_text(node: ast.expr) -> str:
-    try:
-        text = ast.unparse(node)
-    except Exception:  # pragma: no cover - unparse handles every literal
-        return "literal"
-    return text if len(text) <= 40 else text[:37] + "..."
+def _dtype_is_integral(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+        node.value.id == "torch" and node.attr in _INTEGRAL_DTYPES
 
 
-def constant_index(node: ast.expr) -> int | None:
-    """The integer a subscript index literally is (`2`, `-1`), else None."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
-            isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int):
-        return -node.operand.value
-    return None
+def _integral_dtype_kw(node: ast.Call) -> bool:
+    return any(kw.arg == "dtype" and _dtype_is_integral(kw.value) for kw in node.keywords)
+
+
+def _converts_to_integral(method: str, node: ast.Call) -> bool:
+    """`x.to(torch.long)`, `x.to(dtype=torch.int64)`, `x.type(torch.bool)`."""
+    if method not in ("to", "type"):
+        return False
+    return any(_dtype_is_integral(a) for a in node.args) or _integral_dtype_kw(node)
+
+
+def _has_dim(args: list[Value], kwargs: dict[str | None, Value]) -> bool:
+    return "dim" in kwargs or bool(args and args[0].kind is Kind.NONTENSOR)
+
+
+def _slice(node: ast.Slice) -> slice | None:
+    parts = []
+    for part in (node.lower, node.upper, node.step):
+        if part is None:
+            parts.append(None)
+        elif (index := constant_index(part)) is not None:
+            parts.append(index)
+        else:
+            return None
+    return slice(*parts)
 
 
 def _advanced_index(node: ast.expr, value: Value) -> bool:
@@ -949,6 +1286,21 @@ def _input_of(value: Value) -> str | None:
     return None
 
 
+def _literal_text(node: ast.expr) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def constant_index(node: ast.expr) -> int | None:
+    """The integer a subscript index literally is (`2`, `-1`), else None."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+            isinstance(node.operand, ast.Constant) and type(node.operand.value) is int:
+        return -node.operand.value
+    return None
+
+
 def _event_position(event: Event) -> tuple[int, int]:
     node = event.node
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
@@ -962,6 +1314,3 @@ def own_nodes(node: ast.AST) -> Iterable[ast.AST]:
         yield child
         if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             stack.extend(ast.iter_child_nodes(child))
-
-
-

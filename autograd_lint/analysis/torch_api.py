@@ -282,3 +282,27 @@ def is_unknown_namespace(qualname: str) -> bool:
 
 def namespace_of(qualname: str) -> str:
     return qualname.rsplit(".", 1)[0] if "." in qualname else ""
+
+# Context managers that turn grad mode off, and setters that take a flag.
+GRAD_OFF_CONTEXTS = frozenset({
+    "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
+})
+GRAD_MODE_SETTERS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled",
+                               "torch.autograd.grad_mode.set_grad_enabled"})
+
+# Results that are a (values, indices) pair.
+INDICES_PAIR_METHODS = frozenset({"sort", "topk", "kthvalue", "mode", "cummax", "cummin"})
+INDICES_PAIR_FUNCTIONS = frozenset({f"torch.{m}" for m in INDICES_PAIR_METHODS})
+
+# Integer- or bool-typed results: indices and masks carry no gradient.
+INTEGRAL_METHODS = frozenset({
+    "argmax", "argmin", "argsort", "long", "int", "bool", "short", "byte", "char",
+    "nonzero", "argwhere", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "eq",
+    "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
+    "logical_xor", "signbit", "isclose", "bucketize", "count_nonzero", "bincount",
+})
+INTEGRAL_FUNCTIONS = frozenset({f"torch.{m}" for m in INTEGRAL_METHODS} | {
+    "torch.searchsorted", "torch.randint", "torch.randperm", "torch.randint_like",
+    "torch.tril_indices", "torch.triu_indices", "torch.unique",
+})

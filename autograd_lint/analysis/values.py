@@ -62,6 +62,14 @@ class Value:
     # `pinned` maps an index to the roots stored there, `rest` covers the others.
     pinned: tuple[tuple[int, frozenset[str]], ...] = ()
     rest: frozenset[str] | None = None
+    item: "Value | None" = None  # any element of a container whose layout is unknown
+    # Data flow, not aliasing: the markers of everything this value was computed
+    # from ("src:grad", "src:saved", "left:3", "acc:1"), so a rule can ask whether
+    # a value that left autograd reaches the returned gradient.
+    taint: frozenset[str] = frozenset()
+    view: bool = False  # a view of (or the same tensor as) its roots, made by a view op
+    integral: bool = False  # an integer or bool tensor (indices, masks): no gradient
+    detached: bool = False  # a copy made with `.detach()` in this method
 
     @property
     def is_none(self) -> bool:
@@ -141,7 +149,18 @@ def join(a: Value, b: Value) -> Value:
         is_list=a.is_list and b.is_list,
         **(dict(zip(("pinned", "rest"), _join_lists(a, b)))
            if a.is_list and b.is_list and elems is None else {}),
+        item=join(a.item, b.item) if a.item is not None and b.item is not None else None,
+        taint=a.taint | b.taint,
+        view=a.view or b.view,
+        integral=_joined_flag(a, b, "integral"),
+        detached=_joined_flag(a, b, "detached"),
     )
+
+
+def _joined_flag(a: Value, b: Value, name: str) -> bool:
+    """A flag holds after a join when it holds on every path that has a tensor."""
+    flags = [getattr(v, name) for v in (a, b) if v.kind is not Kind.NONE]
+    return bool(flags) and all(flags)
 
 
 def tuple_of(elems: list[Value] | tuple[Value, ...], *, known: bool = True) -> Value:
@@ -155,18 +174,26 @@ def tuple_of(elems: list[Value] | tuple[Value, ...], *, known: bool = True) -> V
     else:
         kind = Kind.UNKNOWN
     roots: frozenset[str] = frozenset().union(*(e.roots for e in elems)) if elems else frozenset()
-    return Value(kind=kind, roots=roots, elems=elems if known else None, seq=True)
+    taint: frozenset[str] = frozenset().union(*(e.taint for e in elems)) if elems else frozenset()
+    item = None
+    if not known and elems:
+        item = elems[0]
+        for element in elems[1:]:
+            item = join(item, element)
+    return Value(kind=kind, roots=roots, elems=elems if known else None, seq=True, taint=taint,
+                 item=item)
 
 
 def element_of(container: Value) -> Value:
     """The value of one unknown element of a container (a loop target)."""
     if container.elems:
         out = container.elems[0]
-        for item in container.elems[1:]:
-            out = join(out, item)
+        for element in container.elems[1:]:
+            out = join(out, element)
         return out
+    if container.item is not None:
+        return container.item
     # An element of forward's output tuple is an output; of saved_tensors, saved.
     src = container.src if container.src in ("output", "saved") else None
-    if container.kind in (Kind.TENSORS, Kind.TENSORISH):
-        return Value(Kind.TENSOR, roots=container.roots, src=src)
-    return Value(Kind.UNKNOWN, roots=container.roots, src=src)
+    kind = Kind.TENSOR if container.kind in (Kind.TENSORS, Kind.TENSORISH) else Kind.UNKNOWN
+    return Value(kind, roots=container.roots, src=src, taint=container.taint)

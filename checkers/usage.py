@@ -1,0 +1,300 @@
+"""How Functions are used: AGF105 (instantiated / forward called directly) and
+AGF301 (no gradcheck exercises the Function, in project scans).
+
+Both look at call sites anywhere in the scanned tree, so names are resolved
+through each call site's own scope, and across modules through the project.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator
+
+from autograd_lint.analysis.function_facts import FunctionFacts
+from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
+from autograd_lint.model import FunctionNode, ModuleInfo, Scope
+from autograd_lint.project import FunctionClass, Project
+
+from .base import Checker, source_text
+
+_DIRECT_METHODS = frozenset({"forward", "backward", "vjp", "jvp"})
+_GRADCHECKS = frozenset({"gradcheck", "gradgradcheck", "opcheck"})
+_GRAD_ENABLED = frozenset({"torch.is_grad_enabled", "torch._C.is_grad_enabled",
+                           "torch.autograd.grad_mode.is_grad_enabled"})
+_MAX_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a call is: its scope, and what holds around it."""
+
+    scope: Scope
+    function: FunctionNode | None  # the innermost enclosing def
+    in_function_class: bool  # inside a custom Function's body
+    grad_off: bool  # grad mode is certainly off here
+
+
+class CallSites:
+    """Every call in a module, with its site (scope, class and grad mode)."""
+
+    def __init__(self, module: ModuleInfo, project: Project) -> None:
+        self.module = module
+        self.project = project
+        self._function_classes = {id(info.node) for info in module.classes
+                                  if info.key in project.functions}
+
+    def __iter__(self) -> Iterator[tuple[ast.Call, Site]]:
+        yield from self._block(self.module.tree.body, Site(self.module.scope, None, False, False))
+
+    def _block(self, body: list[ast.stmt], site: Site) -> Iterator[tuple[ast.Call, Site]]:
+        for stmt in body:
+            yield from self._statement(stmt, site)
+            # `if torch.is_grad_enabled(): return Fn.apply(x)` -> the rest runs with grad off.
+            if isinstance(stmt, ast.If) and self._grad_test(stmt.test, site.scope) == "on" and \
+                    _terminates(stmt.body):
+                site = Site(site.scope, site.function, site.in_function_class, True)
+
+    def _statement(self, stmt: ast.stmt, site: Site) -> Iterator[tuple[ast.Call, Site]]:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from self._expressions([*stmt.decorator_list, *stmt.args.defaults,
+                                          *(d for d in stmt.args.kw_defaults if d)], site)
+            inner = self.module.scopes.get(id(stmt), site.scope)
+            decorated_off = any(self._grad_off_context(d, site.scope) for d in stmt.decorator_list)
+            yield from self._block(stmt.body, Site(inner, stmt, site.in_function_class,
+                                                   decorated_off))
+        elif isinstance(stmt, ast.ClassDef):
+            yield from self._expressions([*stmt.decorator_list, *stmt.bases,
+                                          *(k.value for k in stmt.keywords)], site)
+            inner = self.module.scopes.get(id(stmt), site.scope)
+            in_function = site.in_function_class or id(stmt) in self._function_classes
+            yield from self._block(stmt.body, Site(inner, site.function, in_function,
+                                                   site.grad_off))
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from self._expressions([i.context_expr for i in stmt.items], site)
+            off = site.grad_off or any(self._grad_off_context(i.context_expr, site.scope)
+                                       for i in stmt.items)
+            yield from self._block(stmt.body, Site(site.scope, site.function,
+                                                   site.in_function_class, off))
+        elif isinstance(stmt, ast.If):
+            yield from self._expressions([stmt.test], site)
+            test = self._grad_test(stmt.test, site.scope)
+            body = Site(site.scope, site.function, site.in_function_class,
+                        site.grad_off or test == "off")
+            orelse = Site(site.scope, site.function, site.in_function_class,
+                          site.grad_off or test == "on")
+            yield from self._block(stmt.body, body)
+            yield from self._block(stmt.orelse, orelse)
+        else:
+            children = list(ast.iter_child_nodes(stmt))
+            yield from self._expressions([c for c in children if isinstance(c, ast.expr)], site)
+            for child in children:
+                if isinstance(child, ast.stmt):
+                    yield from self._statement(child, site)
+                elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    yield from self._block(child.body, site)
+
+    @staticmethod
+    def _expressions(nodes: list[ast.expr], site: Site) -> Iterator[tuple[ast.Call, Site]]:
+        for root in nodes:
+            for node in ast.walk(root):
+                if isinstance(node, ast.Call):
+                    yield node, site
+
+    def _grad_off_context(self, expr: ast.expr, scope: Scope) -> bool:
+        call = expr if isinstance(expr, ast.Call) else None
+        target = call.func if call is not None else expr
+        qualified = scope.resolve(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+        if qualified in GRAD_OFF_CONTEXTS:
+            return True
+        return bool(qualified in GRAD_MODE_SETTERS and call is not None and call.args and
+                    isinstance(call.args[0], ast.Constant) and call.args[0].value is False)
+
+    @staticmethod
+    def _grad_test(test: ast.expr, scope: Scope) -> str | None:
+        """"on" for `torch.is_grad_enabled()`, "off" for its negation."""
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        inner = test.operand if negated else test  # type: ignore[attr-defined]
+        if isinstance(inner, ast.Call) and isinstance(inner.func, (ast.Name, ast.Attribute)) \
+                and scope.resolve(inner.func) in _GRAD_ENABLED:
+            return "off" if negated else "on"
+        return None
+
+
+def _terminates(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
+
+
+def function_of(project: Project, scope: Scope, node: ast.expr) -> FunctionClass | None:
+    """The custom Function a class expression names, through imports and re-exports."""
+    if not isinstance(node, (ast.Name, ast.Attribute)):
+        return None
+    canonical = project.canonical(scope.resolve(node))
+    return project.functions.get(canonical) if canonical else None
+
+
+class UsageChecker(Checker):
+    family = "usage"
+
+    def check_module(self, module: ModuleInfo) -> None:
+        if self.enabled("AGF105"):
+            for call, site in CallSites(module, self.project):
+                self.agf105_function_instantiated(call, site)
+        if self.enabled("AGF301") and self.project.scan_tree:
+            exercised = gradchecked(self.project)
+            for fn in self.project.functions_in(module):
+                self.agf301_no_gradcheck(fn, exercised)
+
+    def check_function(self, fn: FunctionClass, facts: FunctionFacts) -> None:
+        """Usage rules work per module (see check_module)."""
+
+    # -- AGF105 ----------------------------------------------------------------
+    def agf105_function_instantiated(self, call: ast.Call, site: Site) -> None:
+        target = function_of(self.project, site.scope, call.func)
+        if target is not None:
+            self.reporter.add("AGF105", call, function=target.name, name=target.name,
+                              what=f"`{source_text(call.func)}(...)` instantiates a Function,",
+                              why="which is the legacy API (deprecated; calling the instance "
+                                  "raises)")
+            return
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _DIRECT_METHODS):
+            return
+        target = function_of(self.project, site.scope, func.value)
+        if target is None or site.in_function_class or site.grad_off:
+            return
+        self.reporter.add("AGF105", call, function=target.name, name=target.name,
+                          what=f"`{source_text(func)}(...)` runs {func.attr} directly,",
+                          why="so autograd records nothing and gradients silently stop here")
+
+    # -- AGF301 ----------------------------------------------------------------
+    def agf301_no_gradcheck(self, fn: FunctionClass, exercised: set[str]) -> None:
+        if fn.info.key in exercised or self.project.has_subclasses(fn):
+            return
+        if fn.method("forward") is None or (fn.method("backward") is None and
+                                            fn.method("vjp") is None):
+            return  # cannot be gradchecked as written (AGF106 / AGF111 say why)
+        self.reporter.add("AGF301", fn.node, function=fn.name, name=fn.name)
+
+
+# ---------------------------------------------------------------------------
+# Which Functions a gradcheck in the scanned tree exercises
+# ---------------------------------------------------------------------------
+def gradchecked(project: Project) -> set[str]:
+    """Keys of every Function that some gradcheck/gradgradcheck/opcheck call
+    exercises: `MyFn.apply`, a lambda or a helper that calls it, a name bound
+    to it, an imported alias, a pytest parameter listing it."""
+    cached = project.cache.get("gradchecked")
+    if cached is None:
+        cached = set()
+        for module in project.modules:
+            if not any(word in module.source for word in _GRADCHECKS):
+                continue
+            for call, site in CallSites(module, project):
+                if _is_gradcheck(call, site.scope):
+                    target = call.args[0] if call.args else next(
+                        (kw.value for kw in call.keywords if kw.arg in ("func", "fn", "op")), None)
+                    if target is not None:
+                        cached |= _Exercised(project, module).keys(target, site)
+        project.cache["gradchecked"] = cached
+    return cached
+
+
+def _is_gradcheck(call: ast.Call, scope: Scope) -> bool:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name not in _GRADCHECKS:
+        return False
+    resolved = scope.resolve(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+    return resolved is None or resolved.rsplit(".", 1)[-1] in _GRADCHECKS
+
+
+class _Exercised:
+    """Follows a gradcheck target to the Functions it applies."""
+
+    def __init__(self, project: Project, module: ModuleInfo) -> None:
+        self.project = project
+        self.module = module
+
+    def keys(self, target: ast.AST, site: Site, depth: int = 0) -> set[str]:
+        found: set[str] = set()
+        if depth > _MAX_DEPTH:
+            return found
+        for node in ast.walk(target):
+            if isinstance(node, ast.Attribute) and node.attr == "apply":
+                fn = function_of(self.project, site.scope, node.value)
+                if fn is not None:
+                    found.add(fn.info.key)
+                    continue
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                found |= self._follow(node, site, depth)
+        return found
+
+    def _follow(self, node: ast.Name | ast.Attribute, site: Site, depth: int) -> set[str]:
+        """A name: a local binding, a helper def, a class, or `X.apply` elsewhere."""
+        if isinstance(node, ast.Name) and site.function is not None:
+            local = _local_bindings(site.function, node.id)
+            if local is not None:
+                bindings, is_param = local
+                found: set[str] = set()
+                for expr in bindings:
+                    found |= self.keys(expr, site, depth + 1)
+                if is_param:  # a pytest parameter: the values listed in the decorators
+                    for decorator in site.function.decorator_list:
+                        found |= self.keys(decorator, site, depth + 1)
+                return found
+        qualified = site.scope.resolve(node)
+        canonical = self.project.canonical(qualified) if qualified else None
+        if canonical is None:
+            return set()
+        if canonical.endswith(".apply") and canonical[:-6] in self.project.functions:
+            return {canonical[:-6]}
+        if canonical in self.project.functions:
+            return {canonical}
+        return self._definition(canonical, depth)
+
+    def _definition(self, canonical: str, depth: int) -> set[str]:
+        """The Functions a helper def or a wrapper class (an nn.Module) applies."""
+        if canonical in self.project.classes:
+            info = self.project.classes[canonical]
+            scope = info.module.scopes.get(id(info.node), info.scope)
+            return _Exercised(self.project, info.module).keys(
+                info.node, Site(scope, None, False, False), depth + 1)
+        module_name, _, qualname = canonical.rpartition(".")
+        while module_name and module_name not in self.project.by_name:
+            module_name, _, head = module_name.rpartition(".")
+            qualname = f"{head}.{qualname}"
+        module = self.project.by_name.get(module_name)
+        definition = module.defs.get(qualname) if module else None
+        if module is None or definition is None:
+            return set()
+        scope = module.scopes.get(id(definition), module.scope)
+        return _Exercised(self.project, module).keys(
+            definition, Site(scope, definition, False, False), depth + 1)
+
+
+def _local_bindings(function: FunctionNode, name: str) -> tuple[list[ast.AST], bool] | None:
+    """What `name` is bound to inside a def: assigned values, loop iterables, a
+    nested def; and whether it is a parameter. None when not bound there."""
+    args = function.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    values: list[ast.AST] = []
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name == name:
+                values.append(node)  # a local helper: what its body applies
+            continue
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                for t in node.targets):
+            values.append(node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name) \
+                and node.target.id == name:
+            values.append(node.iter)
+        elif isinstance(node, ast.NamedExpr) and node.target.id == name:
+            values.append(node.value)
+        stack.extend(ast.iter_child_nodes(node))
+    if not values and name not in params:
+        return None
+    return values, name in params

@@ -1,0 +1,206 @@
+"""Project scans: AGF301 (no gradcheck) and AGF105 across files and packages."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograd_lint.cli import main
+
+from .helpers import lint_tree
+
+LIBRARY = textwrap.dedent('''\
+    import torch
+
+
+    def _fn(name):
+        class _F(torch.autograd.Function):
+            pass
+        return _F
+
+
+    class {name}(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+    ''')
+
+
+def write(root: Path, relative: str, text: str) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+def unchecked(root: Path) -> set[str]:
+    """Names of the Functions AGF301 reports in a project scan of root."""
+    return {f.function for f in lint_tree(root, {"AGF301"}) if f.code == "AGF301"}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A package `ops` with one Function per way a test can exercise it."""
+    for name in ("Direct", "ViaLambda", "ViaLocalWrapper", "ViaAlias", "ViaHelper",
+                 "ViaParametrize", "ViaLoop", "ViaModule", "ViaGradgrad", "ViaOpcheck",
+                 "Untested"):
+        write(tmp_path, f"src/ops/{name.lower()}.py", LIBRARY.format(name=name))
+    write(tmp_path, "src/ops/__init__.py", '''
+        from .viaalias import ViaAlias
+        from .viahelper import ViaHelper
+
+        via_alias = ViaAlias.apply
+
+
+        def via_helper(x):
+            return ViaHelper.apply(x)
+        ''')
+    write(tmp_path, "src/ops/layers.py", '''
+        import torch
+        from .viamodule import ViaModule
+
+
+        class Doubler(torch.nn.Module):
+            def forward(self, x):
+                return ViaModule.apply(x)
+        ''')
+    write(tmp_path, "tests/test_grads.py", '''
+        import pytest
+        import torch
+        from torch.autograd import gradcheck, gradgradcheck
+        from torch.library import opcheck
+
+        from ops import via_alias, via_helper
+        from ops.direct import Direct
+        from ops.layers import Doubler
+        from ops.vialambda import ViaLambda
+        from ops.vialocalwrapper import ViaLocalWrapper
+        from ops.vialoop import ViaLoop
+        from ops.viaparametrize import ViaParametrize
+        import ops.viagradgrad as gg
+        from ops.viaopcheck import ViaOpcheck
+
+        X = (torch.randn(3, dtype=torch.double, requires_grad=True),)
+
+
+        def test_direct():
+            assert gradcheck(Direct.apply, X)
+
+
+        def test_lambda():
+            assert torch.autograd.gradcheck(lambda t: ViaLambda.apply(t) * 1.0, X)
+
+
+        def test_local_wrapper():
+            def run(t):
+                return ViaLocalWrapper.apply(t)
+
+            assert gradcheck(run, X)
+
+
+        def test_alias_and_helper():
+            assert gradcheck(via_alias, X)
+            assert gradcheck(via_helper, X)
+
+
+        @pytest.mark.parametrize("fn", [ViaParametrize.apply])
+        def test_parametrized(fn):
+            assert gradcheck(fn, X)
+
+
+        def test_loop():
+            for fn in [ViaLoop.apply]:
+                assert gradcheck(fn, X)
+
+
+        def test_module():
+            assert gradcheck(Doubler(), X)
+
+
+        def test_gradgrad():
+            assert gradgradcheck(gg.ViaGradgrad.apply, X)
+
+
+        def test_opcheck():
+            opcheck(ViaOpcheck, X)
+        ''')
+    return tmp_path
+
+
+def test_every_way_of_exercising_a_function_counts(project: Path) -> None:
+    assert unchecked(project) == {"Untested"}
+
+
+def test_agf301_points_at_the_class_line(project: Path) -> None:
+    [finding] = [f for f in lint_tree(project, {"AGF301"})]
+    assert Path(finding.path).name == "untested.py"
+    assert finding.line == 10 and finding.column == 0
+    assert "torch.autograd.gradcheck(Untested.apply, inputs)" in finding.message
+
+
+def test_without_the_tests_directory_every_function_is_unchecked(project: Path) -> None:
+    assert len(unchecked(project / "src")) == 11
+
+
+def test_agf301_needs_a_tree_scan(project: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    main(["check", "src/ops/untested.py", "--select", "AGF301", "--format", "json"])
+    assert json.loads(capsys.readouterr().out) == []  # single files: cannot be known
+    main(["check", "src", "tests", "--select", "AGF301", "--format", "json"])
+    assert [f["function"] for f in json.loads(capsys.readouterr().out)] == ["Untested"]
+
+
+def test_marker_classes_and_bases_are_not_reported(tmp_path: Path) -> None:
+    write(tmp_path, "lib.py", '''
+        import torch
+
+
+        class Base(torch.autograd.Function):
+            @staticmethod
+            def backward(ctx, grad):
+                return grad
+
+
+        class Child(Base):
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+
+
+        class ForwardOnly(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.round()
+        ''')
+    assert unchecked(tmp_path) == {"Child"}
+
+
+def test_agf105_follows_imports_across_modules(tmp_path: Path) -> None:
+    write(tmp_path, "pkg/__init__.py", "from .ops import Scale\n")
+    write(tmp_path, "pkg/ops.py", LIBRARY.format(name="Scale"))
+    write(tmp_path, "app/run.py", '''
+        import torch
+        import pkg
+        from pkg.ops import Scale as S
+
+
+        def legacy(x):
+            return pkg.Scale()(x)
+
+
+        def bypass(x):
+            return S.forward(None, x)
+
+
+        def fine(x):
+            with torch.no_grad():
+                return S.forward(None, x)
+        ''')
+    findings = [f for f in lint_tree(tmp_path, {"AGF105"})]
+    assert [(Path(f.path).name, f.line, f.function) for f in findings] == [
+        ("run.py", 8, "Scale"), ("run.py", 12, "Scale")]
