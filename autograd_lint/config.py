@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .registry import RULES, default_codes
 
@@ -100,20 +101,23 @@ class FileConfig:
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
 
-    def is_excluded(self, path: Path, extra: Iterable[str] = ()) -> bool:
+    def is_excluded(self, path: str | os.PathLike[str], extra: Iterable[str] = ()) -> bool:
         patterns = [*(self.exclude or []), *self.extend_exclude, *extra]
         return bool(patterns) and matches_any(path, patterns, self.root)
 
-    def ignored_for(self, path: Path) -> set[str]:
+    def ignored_for(self, path: str | os.PathLike[str]) -> set[str]:
         ignored: set[str] = set()
+        if not self.per_file_ignores:
+            return ignored
         for pattern, selectors in self.per_file_ignores.items():
             if matches_any(path, [pattern], self.root):
                 ignored.update(selectors)
         return ignored
 
 
-def matches_any(path: Path, patterns: Iterable[str], root: Path) -> bool:
+def matches_any(path: str | os.PathLike[str], patterns: Iterable[str], root: Path) -> bool:
     """ruff-style matching: the path relative to root, any parent, or the name."""
+    path = Path(path)
     absolute = path if path.is_absolute() else Path.cwd() / path
     try:
         relative = absolute.relative_to(root).as_posix()
@@ -197,17 +201,27 @@ class ConfigFinder:
 
     def __init__(self, fallback_root: Path) -> None:
         self._cache: dict[Path, FileConfig | None] = {}
+        self._by_directory: dict[str, FileConfig] = {}  # unresolved directory -> config
         self._fallback = FileConfig(root=fallback_root)
 
     @property
     def fallback(self) -> FileConfig:
         return self._fallback
 
-    def for_path(self, path: Path) -> FileConfig:
-        start = path.resolve()
-        directory = start if start.is_dir() else start.parent
-        found = self._lookup(directory)
-        return found if found is not None else self._fallback
+    def for_path(self, path: str | os.PathLike[str], *,
+                 is_dir: bool | None = None) -> FileConfig:
+        """The configuration that applies to a file (or directory)."""
+        text = os.fspath(path)
+        directory = text if (is_dir if is_dir is not None else os.path.isdir(text)) \
+            else os.path.dirname(text)
+        # Keyed by the directory as given (relative ones are relative to the
+        # working directory, fixed for the run): no path arithmetic per file.
+        cached = self._by_directory.get(directory)
+        if cached is None:
+            found = self._lookup(Path(os.path.abspath(directory or os.curdir)).resolve())
+            cached = found if found is not None else self._fallback
+            self._by_directory[directory] = cached
+        return cached
 
     def _lookup(self, directory: Path) -> FileConfig | None:
         visited: list[Path] = []

@@ -13,19 +13,26 @@ from __future__ import annotations
 import ast
 import gc
 import io
+import os
 import sys
-from contextlib import contextmanager
 import tokenize
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from .analysis.function_facts import FunctionFacts
 from .findings import Finding, sort_findings
-from .model import ModuleInfo, build_module, module_name_for
+from .model import ModuleInfo, ModuleNamer, build_module
 from .noqa import filter_findings
 from .project import Project
 from .registry import RULES, default_codes
+
+if TYPE_CHECKING:  # imported lazily at run time
+    from .cache import Cache
+    from .relevance import Relevance
+    from .scan import FileScan
 
 
 _PYTHON = "{}.{}".format(*sys.version_info[:2])
@@ -35,9 +42,17 @@ _PYTHON = "{}.{}".format(*sys.version_info[:2])
 class SourceInput:
     """One file to check: where it is, how to show it, which rules apply."""
 
-    path: Path
+    path: str  # a Path is accepted and stored as text (big trees: Paths cost)
     display: str
     codes: frozenset[str]
+    explicit: bool = False  # named on the command line: always parsed whole
+
+    def __post_init__(self) -> None:
+        self.path = os.fspath(self.path)
+
+    def read(self) -> bytes:
+        with open(self.path, "rb") as handle:
+            return handle.read()
 
 
 @dataclass
@@ -93,8 +108,10 @@ def parse_text(display: str, data: bytes | str) -> tuple[str | None, ast.Module 
     text: str | None = None
     try:
         text = data if isinstance(data, str) else decode_source(data)
-        tree = ast.parse(text, filename=display)
-    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError,
+        with warnings.catch_warnings():  # e.g. invalid escapes: not ours to print
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=display)
+    except (SyntaxError, ValueError, LookupError, RecursionError,  # ValueError: bad bytes too
             MemoryError) as exc:
         return text, None, syntax_finding(display, exc)
     return text, tree, None
@@ -141,51 +158,353 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def lint_inputs(inputs: Iterable[SourceInput], *, scan_tree: bool = False) -> LintResult:
+def lint_inputs(inputs: Iterable[SourceInput], *, scan_tree: bool = False,
+                prefilter: bool = True, jobs: int | None = None,
+                cache: Cache | None = None, keep: list[object] | None = None) -> LintResult:
     """Check files as one project (Functions may cross files).
 
     scan_tree: the files are a whole tree (directories were given), so
-    project-level rules (AGF301) apply."""
+        project-level rules (AGF301) apply.
+    prefilter: parse only the files (and, in large files, the top-level
+        statements) that can matter, as judged from a byte scan. Off: parse
+        everything whole; the findings are the same.
+    jobs: worker processes for the byte scan (default: one per core).
+    cache: reuse scans of unchanged files and the findings of an identical run.
+    keep: a list to append the run (syntax trees and all) to, so that the
+        caller controls when it is freed.
+    """
     with _gc_paused():
-        return _lint_inputs(inputs, scan_tree)
+        run = _Run(list(inputs), scan_tree, prefilter, jobs, cache)
+        if keep is not None:
+            keep.append(run)  # the caller decides when (whether) it is freed
+        return run.lint()
 
 
-def _lint_inputs(inputs: Iterable[SourceInput], scan_tree: bool) -> LintResult:
-    result = LintResult()
-    parsed: list[ParsedFile] = []
-    for source in inputs:
-        result.files_checked += 1
+# Files below this size are parsed whole: sparse parsing pays off for big ones.
+SPARSE_MIN_BYTES = 16_384
+# Files above this size are never parsed whole, even when named explicitly: a
+# whole parse of a 50 MB data module takes minutes and gigabytes.
+HUGE_BYTES = 4_000_000
+
+
+class _Run:
+    """One batch run: scan, judge relevance, parse, resolve, check."""
+
+    def __init__(self, inputs: list[SourceInput], scan_tree: bool, prefilter: bool,
+                 jobs: int | None, cache: Cache | None = None) -> None:
+        self.inputs = inputs
+        self.scan_tree = scan_tree
+        self.prefilter = prefilter
+        self.jobs = jobs
+        self.cache = cache
+        self.result = LintResult(files_checked=len(inputs))
+        self._by_path = {i.path: i for i in inputs}
+        self._by_module: dict[str, SourceInput] | None = None
+        self._whole: dict[str, ModuleInfo | None] = {}  # whole-file parses, by path
+        self.module_names = ModuleNamer()
+        self._whole_only: set[str] = set()  # files found broken: parse whole, never sparse
+        self._sparse_parsed: dict[str, bool] = {}
+        self._findings: list[Finding] = []
+        self._errors_before = 0
+
+    def lint(self) -> LintResult:
+
+        references = any(c in i.codes for i in self.inputs for c in ("AGF105", "AGF301"))
+        gradcheck = self.scan_tree and any("AGF301" in i.codes for i in self.inputs)
+        scans = self._scans()
+        self.relevance = self._judge(scans, references, gradcheck)
+        key = self._cache_key()
+        if key is not None:
+            cached = self.cache.result(key)  # type: ignore[union-attr]
+            if cached is not None:
+                self.result.findings = cached
+                self.result.errors.extend((self._by_path[p].display, s.error)
+                                          for p, s in scans.items() if s.error)
+                self.cache.flush()  # new scans of files that do not matter
+                return self.result
+        self._lint(scans)
+        if self.cache is not None:
+            if key is not None and not self.result.errors:
+                self.cache.store_result(key, self.result.findings)
+            self.cache.flush()
+        return self.result
+
+    def _judge(self, scans: dict[str, FileScan], references: bool,
+               gradcheck: bool) -> Relevance:
+        """The relevance of every file, from the cache while no file changed."""
+        from .relevance import Relevance, judge
+
+        key = None
+        if self.cache is not None:
+            key = self.cache.relevance_key(list(scans), [references, gradcheck])
+            cached = self.cache.relevance(key) if key is not None else None
+            if cached is not None:
+                try:
+                    return Relevance.from_json(cached)
+                except (KeyError, TypeError, ValueError):
+                    pass  # damaged: judge again
+        relevance = judge(list(scans.values()), references=references, gradcheck=gradcheck,
+                          module_names=self.module_names, jobs=self.jobs)
+        if key is not None:
+            self.cache.store_relevance(key, relevance.to_json())  # type: ignore[union-attr]
+        return relevance
+
+    def _scans(self) -> dict[str, FileScan]:
+        """Byte scans of every input, from the cache where a file is unchanged."""
+        from .scan import scan_all
+
+        scans: dict[str, FileScan] = {}
+        missing = []
+        for path in self._by_path:
+            cached = self.cache.scan(path) if self.cache is not None else None
+            if cached is not None:
+                scans[path] = cached
+            else:
+                missing.append(path)
+        for scan in scan_all(missing, self.jobs):
+            scans[scan.path] = scan
+            if self.cache is not None:
+                self.cache.store_scan(scan)
+        return {path: scans[path] for path in self._by_path}
+
+    def _cache_key(self) -> str | None:
+        if self.cache is None:
+            return None
+        relevant = [p for p, source in self._by_path.items()
+                    if source.explicit or self.relevance.matters(p)]
+        settings = {
+            "scan_tree": self.scan_tree, "prefilter": self.prefilter,
+            "files": {p: [self._by_path[p].display, sorted(self._by_path[p].codes),
+                          self._by_path[p].explicit] for p in relevant},
+        }
+        return self.cache.fingerprint(settings, relevant)
+
+    def _lint(self, scans: dict[str, FileScan]) -> None:
+        relevant = []
+        for path, source in self._by_path.items():
+            scan = scans[path]
+            if scan.error is not None:
+                self.result.errors.append((source.display, scan.error))
+                continue
+            matters = source.explicit or self.relevance.matters(path)
+            if matters or not self.prefilter:
+                relevant.append((source, scan, matters))
+        # Sparse parses skip statements; a syntax error there must still be
+        # reported as a whole parse would. Check those files whole, in the
+        # background, while the sparse results are analysed.
+        check = SyntaxCheck([s for s, _, _ in relevant if self._sparse_candidate(s)], self.jobs)
+        self._errors_before = len(self.result.errors)
+        self._analyse(relevant)
+        broken = check.broken()
+        if any(self._sparse_parsed.get(s.path) for s in broken):
+            # Rare: analyse again as the whole parses see it (those files fail).
+            self._whole_only = {s.path for s in broken}
+            self._analyse(relevant)
+        self.result.findings = sort_findings(self._findings)
+
+    def _analyse(self, relevant: list[tuple[SourceInput, FileScan, bool]]) -> None:
+        self._findings: list[Finding] = []
+        self._sparse_parsed: dict[str, bool] = {}
+        del self.result.errors[self._errors_before:]  # from an earlier pass
+        parsed: list[ParsedFile] = []
+        for source, scan, matters in relevant:
+            entry = self._parse(source, scan, matters)
+            if entry is not None:
+                if entry.module is not None and self.prefilter:
+                    entry.module.reach = self.relevance.reach.get(source.path, frozenset())
+                parsed.append(entry)
+        self.project = Project([p.module for p in parsed if p.module is not None],
+                               scan_tree=self.scan_tree, loader=self,
+                               candidates=self.relevance.candidates)
+        for entry in parsed:
+            self._check(entry)
+
+    def _sparse_candidate(self, source: SourceInput) -> bool:
+        """Whether `_parse` will try a sparse parse of this file."""
+        if not self.prefilter or source.explicit:
+            return False
+        try:
+            size = os.stat(source.path).st_size
+        except OSError:
+            return False
+        return SPARSE_MIN_BYTES <= size < HUGE_BYTES
+
+    def _parse(self, source: SourceInput, scan: object, matters: bool) -> ParsedFile | None:
         entry = ParsedFile(source)
         try:
-            data = source.path.read_bytes()
-        except OSError as exc:
-            result.errors.append((source.display, f"cannot read file: {exc.strerror or exc}"))
-            continue
-        try:
+            data = source.read()
+            huge = len(data) >= HUGE_BYTES
+            if huge or (self.prefilter and not source.explicit and len(data) >= SPARSE_MIN_BYTES
+                        and source.path not in self._whole_only):
+                entry.text, entry.module = self._sparse(source, scan, data, huge)
+                if entry.module is not None or huge:
+                    self._sparse_parsed[source.path] = entry.module is not None
+                    return entry
             entry.text, tree, syntax = parse_text(source.display, data)
             if syntax is not None:
-                if "AGF000" in source.codes:
+                # Only files that can involve Functions are ours to report.
+                if "AGF000" in source.codes and matters:
                     entry.findings.append(syntax)
             elif tree is not None:
-                entry.module = _module(source.display, str(source.path), tree, entry.text)
-        except Exception as exc:  # noqa: BLE001 - isolate one file's failure
-            result.errors.append((source.display, _describe(exc)))
-            continue
-        parsed.append(entry)
+                entry.module = _module(source.display, source.path, tree, entry.text,
+                                       module_names=self.module_names)
+                self._whole[source.path] = entry.module
+        except Exception as exc:
+            self.result.errors.append((source.display, _describe(exc)))
+            return None
+        return entry
 
-    project = Project([p.module for p in parsed if p.module is not None], scan_tree=scan_tree)
-    for entry in parsed:
+    def _sparse(self, source: SourceInput, scan: object, data: bytes,
+                huge: bool) -> tuple[str | None, ModuleInfo | None]:
+        """Parse only the statements that can matter (see sparse.py); None
+        when the file should be parsed whole instead."""
+        from .relevance import statement_keeper
+        from .sparse import parse_sparse
+
+        try:
+            text = decode_source(data)
+        except (UnicodeDecodeError, LookupError, SyntaxError):
+            return None, None
+        keeper = statement_keeper(self.relevance, source.path, scan.aliases)  # type: ignore[attr-defined]
+        tree = parse_sparse(text, keeper, source.display, piecewise=huge,
+                            max_fraction=1.0 if huge else 0.5)
+        if tree is None:
+            return text, None
+        return text, _module(source.display, source.path, tree, text, partial=True,
+                             module_names=self.module_names)
+
+    def _check(self, entry: ParsedFile) -> None:
         findings = entry.findings
         if entry.module is not None:
             try:
-                checked = check_module(entry.module, project, entry.source.codes)
-            except Exception as exc:  # noqa: BLE001 - isolate one file's failure
-                result.errors.append((entry.source.display, _describe(exc)))
+                checked = check_module(entry.module, self.project, entry.source.codes)
+            except Exception as exc:
+                self.result.errors.append((entry.source.display, _describe(exc)))
                 checked = []
             findings = findings + filter_findings(checked, entry.text)
-        result.findings.extend(findings)
-    result.findings = sort_findings(result.findings)
-    return result
+        self._findings.extend(findings)
+
+    # -- ModuleLoader: modules parsed on demand ---------------------------------------
+    def load(self, module_name: str) -> ModuleInfo | None:
+        if self._by_module is None:
+            self._by_module = {}
+            for source in self.inputs:
+                name, _ = self.module_names(source.path)
+                self._by_module.setdefault(name, source)
+        source = self._by_module.get(module_name)
+        return self._parse_whole(source) if source is not None else None
+
+    def complete(self, module: ModuleInfo) -> ModuleInfo:
+        source = next((s for s in self.inputs if s.display == module.path), None)
+        whole = self._parse_whole(source) if source is not None else None
+        return whole if whole is not None else module
+
+    def _parse_whole(self, source: SourceInput) -> ModuleInfo | None:
+        key = source.path
+        if key not in self._whole:
+            module = None
+            try:
+                text, tree, _ = parse_text(source.display, source.read())
+                if tree is not None:
+                    module = _module(source.display, key, tree, text,
+                                     module_names=self.module_names)
+            except OSError:
+                pass
+            self._whole[key] = module
+        return self._whole[key]
+
+
+class SyntaxCheck:
+    """Whole-file parses of the files that will be parsed sparsely, only to
+    learn which of them do not parse. They run in a worker process beside the
+    analysis when there is a spare core, else when asked for."""
+
+    def __init__(self, sources: list[SourceInput], jobs: int | None) -> None:
+        # A file Python itself compiled, unchanged since, parses: skip it.
+        sources = [s for s in sources if not _compiled_by_this_python(s.path)]
+        self._sources = sources
+        self._futures: list = []
+        self._pool = None
+        cores = jobs if jobs is not None else (os.cpu_count() or 1)
+        if cores > 1 and len(sources) >= _BACKGROUND_MIN_FILES:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+            # One worker per core: they share a core with the analysis at
+            # first, and have them all once it is done.
+            paths = [s.path for s in sources]
+            try:
+                self._pool = ProcessPoolExecutor(max_workers=cores, mp_context=context)
+                self._futures = [self._pool.submit(_broken_files, paths[i::cores])
+                                 for i in range(cores)]
+            except OSError:  # no processes to be had: check in this one
+                self._pool, self._futures = None, []
+
+    def broken(self) -> list[SourceInput]:
+        """The sources whose whole text does not parse."""
+        if not self._sources:
+            return []
+        if self._futures:
+            try:
+                paths = set().union(*(future.result() for future in self._futures))
+            finally:
+                self._pool.shutdown()  # type: ignore[union-attr]
+        else:
+            paths = _broken_files([s.path for s in self._sources])
+        return [s for s in self._sources if s.path in paths]
+
+
+# Fewer files than this are checked in-process: a worker costs more to start.
+_BACKGROUND_MIN_FILES = 4
+
+
+def _compiled_by_this_python(path: str) -> bool:
+    """Whether the bytecode cache holds a compilation of this exact file by
+    this Python version (the check the import system makes before it trusts
+    a .pyc); only the 16-byte header is read, nothing is loaded."""
+    import importlib.util
+
+    try:
+        with open(importlib.util.cache_from_source(path), "rb") as handle:
+            header = handle.read(16)
+        info = os.stat(path)
+    except (OSError, ValueError, NotImplementedError):
+        return False
+    if len(header) < 16 or header[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    flags = int.from_bytes(header[4:8], "little")
+    if flags & 1:  # hash-based: the header holds a hash of the source
+        try:
+            with open(path, "rb") as handle:
+                return header[8:16] == importlib.util.source_hash(handle.read())
+        except OSError:
+            return False
+    return (flags == 0 and int.from_bytes(header[8:12], "little") == int(info.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(header[12:16], "little") == info.st_size & 0xFFFFFFFF)
+
+
+def _broken_files(paths: list[str]) -> set[str]:
+    broken = set()
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue  # reported when the file is read for analysis
+        try:
+            # Compiling to bytecode skips building Python objects for the tree,
+            # so it is faster than ast.parse, and what compiles also parses.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(decode_source(data), path, "exec", dont_inherit=True)
+            continue
+        except Exception:
+            pass
+        _, tree, _ = parse_text(path, data)
+        if tree is None:
+            broken.add(path)
+    return broken
 
 
 def lint_source(source: str | bytes, path: str = "<string>",
@@ -201,9 +520,11 @@ def lint_source(source: str | bytes, path: str = "<string>",
     return sort_findings(filter_findings(findings, text))
 
 
-def _module(display: str, fs_path: str, tree: ast.Module, text: str | None) -> ModuleInfo:
-    name, is_package = module_name_for(fs_path) if fs_path.endswith(".py") else ("__main__", False)
-    return build_module(display, name, is_package, tree, text or "")
+def _module(display: str, fs_path: str, tree: ast.Module, text: str | None, *,
+            partial: bool = False, module_names: ModuleNamer | None = None) -> ModuleInfo:
+    namer = module_names or ModuleNamer()
+    name, is_package = namer(fs_path) if fs_path.endswith(".py") else ("__main__", False)
+    return build_module(display, name, is_package, tree, text or "", partial=partial)
 
 
 def _describe(exc: BaseException) -> str:

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 # ruff's default exclusions, plus caches of our own.
 DEFAULT_EXCLUDES = frozenset({
@@ -19,28 +18,32 @@ def _is_virtualenv(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
 
 
-def iter_python_files(root: Path, excluded: Callable[[Path], bool]) -> Iterator[Path]:
-    """`.py` files under `root`, sorted, skipping excluded and hidden-tool dirs."""
-    stack = [root]
+def iter_python_files(root: str | os.PathLike[str],
+                      excluded: Callable[[str, bool], bool]) -> Iterator[str]:
+    """Paths (as text) of `.py` files under `root`, sorted, skipping excluded
+    and hidden-tool directories. excluded(path, is_dir) decides user
+    exclusions."""
+    stack = [os.fspath(root)]
     while stack:
         directory = stack.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
             continue
-        subdirs: list[Path] = []
+        subdirs: list[str] = []
+        here = directory == os.curdir  # show `ops.py`, not `./ops.py`
         for entry in entries:
-            path = Path(entry.path)
             try:
                 is_dir = entry.is_dir()
             except OSError:
                 continue
+            path = entry.name if here else entry.path
             if is_dir:
                 if entry.name in DEFAULT_EXCLUDES or entry.name.endswith(".egg-info") \
-                        or _is_virtualenv(entry.path) or excluded(path):
+                        or _is_virtualenv(path) or excluded(path, True):
                     continue
                 subdirs.append(path)
-            elif entry.name.endswith(".py") and not excluded(path):
+            elif entry.name.endswith(".py") and not excluded(path, False):
                 try:
                     if entry.is_file():
                         yield path

@@ -9,8 +9,8 @@ later, over all scanned modules (see project.py).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -72,7 +72,7 @@ class ClassInfo:
     scope: Scope  # the scope the class statement runs in
     body_scope: Scope
     base_names: list[str | None]  # resolved qualified names of the bases (None: unknown)
-    module: "ModuleInfo"
+    module: ModuleInfo
 
     @property
     def line(self) -> int:
@@ -92,6 +92,10 @@ class ModuleInfo:
     # by its qualified name inside the module ("helper", "Outer.method").
     scopes: dict[int, Scope] = field(default_factory=dict)
     defs: dict[str, FunctionNode] = field(default_factory=dict)
+    partial: bool = False  # parsed sparsely: only the statements that can matter
+    # Names of Functions this module can use (defined or imported), when a
+    # project scan has judged it; None: unknown, assume any.
+    reach: frozenset[str] | None = None
 
     @property
     def top_bindings(self) -> dict[str, str | None]:
@@ -100,20 +104,50 @@ class ModuleInfo:
 
 def module_name_for(path: str, root_hint: str | None = None) -> tuple[str, bool]:
     """Dotted module name of a file, walking up through `__init__.py` packages."""
-    import os
+    return ModuleNamer()(path)
 
-    path = os.path.abspath(path)
-    directory, filename = os.path.split(path)
-    stem = filename[:-3] if filename.endswith(".py") else filename.rsplit(".", 1)[0]
-    is_package = stem == "__init__"
-    parts = [] if is_package else [stem]
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        directory, package = os.path.split(directory)
-        parts.append(package)
-        if not package:
-            break
-    parts.reverse()
-    return ".".join(p for p in parts if p) or stem, is_package
+
+class ModuleNamer:
+    """`module_name_for` that remembers each directory's package, for the many
+    files of one run (a fresh one per run: packages may change between runs)."""
+
+    def __init__(self) -> None:
+        self._packages: dict[str, tuple[str, ...]] = {}  # by absolute directory
+        self._given: dict[str, tuple[str, ...]] = {}  # by directory as given
+
+    def __call__(self, path: str) -> tuple[str, bool]:
+        import os
+
+        directory, filename = os.path.split(path)
+        package = self.package_of_directory(directory)
+        stem = filename[:-3] if filename.endswith(".py") else filename.rsplit(".", 1)[0]
+        is_package = stem == "__init__"
+        parts = package + (() if is_package else (stem,))
+        return ".".join(p for p in parts if p) or stem, is_package
+
+    def package_of_directory(self, directory: str) -> tuple[str, ...]:
+        """The dotted parts of the package a directory (as given) is."""
+        import os
+
+        package = self._given.get(directory)
+        if package is None:
+            package = self._package(os.path.abspath(directory or os.curdir))
+            self._given[directory] = package
+        return package
+
+    def _package(self, directory: str) -> tuple[str, ...]:
+        """The dotted parts of the package a directory is, () if it is none."""
+        import os
+
+        found = self._packages.get(directory)
+        if found is None:
+            found = ()
+            if os.path.isfile(os.path.join(directory, "__init__.py")):
+                parent, name = os.path.split(directory)
+                if name:
+                    found = (*self._package(parent), name)
+            self._packages[directory] = found
+        return found
 
 
 class _Collector:
@@ -253,7 +287,7 @@ def _child_blocks(node: ast.stmt) -> Iterator[list[ast.stmt]]:
 
 
 def build_module(path: str, module_name: str, is_package: bool, tree: ast.Module,
-                 source: str) -> ModuleInfo:
+                 source: str, *, partial: bool = False) -> ModuleInfo:
     module = ModuleInfo(
         path=path,
         module_name=module_name,
@@ -261,6 +295,7 @@ def build_module(path: str, module_name: str, is_package: bool, tree: ast.Module
         tree=tree,
         source=source,
         scope=Scope(None, "module", ""),
+        partial=partial,
     )
     _Collector(module).block(tree.body, module.scope)
     return module

@@ -18,6 +18,8 @@ _LINE = re.compile(r"#\s*noqa(?![\w-])(?::\s*(?P<codes>[A-Za-z]+\d+(?:[\s,]+[A-Z
 _FILE = re.compile(r"#\s*autograd-lint\s*:\s*noqa(?::\s*(?P<codes>[A-Za-z]+\d+"
                    r"(?:[\s,]+[A-Za-z]+\d+)*))?", re.IGNORECASE)
 _SPLIT = re.compile(r"[\s,]+")
+# Cheap over-approximation of a file-level directive, to skip tokenizing.
+_FILE_HINT = re.compile(r"autograd-lint\s*:\s*noqa", re.IGNORECASE)
 
 ALL = None  # a suppression without codes
 
@@ -50,7 +52,7 @@ def _comments(source: str) -> list[tuple[int, str, bool]]:
             if token.type == tokenize.COMMENT:
                 alone = not token.line[: token.start[1]].strip()
                 found.append((token.start[0], token.string, alone))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+    except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
         # Unterminated constructs: fall back to a plain scan of the lines.
         for number, line in enumerate(source.splitlines(), 1):
             index = line.find("#")
@@ -79,7 +81,21 @@ def parse_suppressions(source: str) -> Suppressions:
 
 
 def filter_findings(findings: list[Finding], source: str | None) -> list[Finding]:
-    if not findings or source is None:
+    if not findings or source is None or not _may_suppress(findings, source):
         return findings
     suppressions = parse_suppressions(source)
     return [f for f in findings if not suppressions.suppressed(f)]
+
+
+def _may_suppress(findings: list[Finding], source: str) -> bool:
+    """Whether a suppression could apply, without tokenizing the file: a
+    finding's line mentions noqa, or the file may hold a file-level directive.
+    (Lines split on "\\n" only: with other line ends the numbers do not
+    match, and the answer is yes.)"""
+    if "noqa" not in source and "NOQA" not in source.upper():
+        return False
+    if _FILE_HINT.search(source):
+        return True
+    lines = source.split("\n")
+    return any(not 0 < f.line <= len(lines) or "noqa" in lines[f.line - 1].lower()
+               or "\r" in lines[f.line - 1].rstrip("\r") for f in findings)

@@ -17,7 +17,8 @@ def render_text(findings: list[Finding], stream: TextIO) -> None:
 
 def summary_line(findings: list[Finding], files_checked: int) -> str:
     if not findings:
-        return f"All checks passed! ({files_checked} file{'s' if files_checked != 1 else ''} checked)"
+        files = f"{files_checked} file{'s' if files_checked != 1 else ''}"
+        return f"All checks passed! ({files} checked)"
     severities = Counter(f.severity for f in findings)
     parts = [f"{severities[s]} {s}{'s' if severities[s] != 1 else ''}"
              for s in ("error", "warning", "info") if severities[s]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 from .analysis.torch_api import FUNCTION_BASES, SPECIAL_METHODS
 from .model import ClassInfo, FunctionNode, ModuleInfo
@@ -24,7 +25,7 @@ class Method:
 
     name: str
     node: FunctionNode | None  # None: bound by assignment (`forward = staticmethod(f)`)
-    owner: "FunctionClass"
+    owner: FunctionClass
     decorators: tuple[str, ...] = ()
 
     @property
@@ -54,7 +55,7 @@ class Method:
             return {}
         args = [*self.node.args.posonlyargs, *self.node.args.args]
         defaults = self.node.args.defaults
-        return {a.arg: d for a, d in zip(args[len(args) - len(defaults):], defaults)}
+        return {a.arg: d for a, d in zip(args[len(args) - len(defaults):], defaults, strict=False)}
 
     @property
     def vararg(self) -> ast.arg | None:
@@ -66,7 +67,7 @@ class FunctionClass:
     """A custom torch.autograd.Function subclass and what we know of it."""
 
     info: ClassInfo
-    bases: list["FunctionClass | None"] = field(default_factory=list)  # None: torch's or unknown
+    bases: list[FunctionClass | None] = field(default_factory=list)  # None: torch's or unknown
     bases_known: bool = True  # every base is torch's Function or a known Function
     own: dict[str, Method] = field(default_factory=dict)
     class_attrs: dict[str, ast.expr] = field(default_factory=dict)
@@ -163,14 +164,31 @@ class FunctionClass:
         return None
 
 
+class ModuleLoader(Protocol):
+    """Parses scanned files on demand, for resolution across modules."""
+
+    def load(self, module_name: str) -> ModuleInfo | None:
+        """The module of that name in the scanned files, parsed whole (or None)."""
+
+    def complete(self, module: ModuleInfo) -> ModuleInfo:
+        """The whole-file version of a sparsely parsed module."""
+
+
 class Project:
     """All scanned modules and the Functions found in them."""
 
-    def __init__(self, modules: list[ModuleInfo], *, scan_tree: bool = False) -> None:
+    def __init__(self, modules: list[ModuleInfo], *, scan_tree: bool = False,
+                 loader: ModuleLoader | None = None,
+                 candidates: frozenset[str] | None = None) -> None:
         self.modules = modules
         # A scan of a whole tree (directories given): project-level rules
         # such as AGF301 only make sense then.
         self.scan_tree = scan_tree
+        # Modules not parsed up front are loaded when a name that may be a
+        # Function (one of `candidates`) resolves into them.
+        self.loader = loader
+        self.candidates = candidates
+        self._tried: set[str] = set()
         self.cache: dict[str, object] = {}  # project-wide results shared by checkers
         self.by_name: dict[str, ModuleInfo] = {}
         for module in modules:
@@ -185,16 +203,22 @@ class Project:
         self._build()
 
     # -- resolution ------------------------------------------------------------
-    def canonical(self, qualname: str | None) -> str | None:
-        """Follow re-exports until a class key or an external name."""
+    def canonical(self, qualname: str | None, *, load: bool = False) -> str | None:
+        """Follow re-exports until a class key or an external name.
+
+        load: parse modules that are not loaded yet when the path leads there
+        (always done for names that may be Functions)."""
         hops = 0
         while qualname is not None and hops < _MAX_REEXPORT_HOPS:
             if qualname in self.classes or qualname in FUNCTION_BASES:
                 return qualname
             module_name, _, attr = qualname.rpartition(".")
+            may_load = load or (self.candidates is not None and attr in self.candidates)
             # Find the longest scanned module that prefixes the name.
             rest: list[str] = [attr]
             while module_name and module_name not in self.by_name:
+                if may_load and self._load(module_name):
+                    break
                 module_name, _, part = module_name.rpartition(".")
                 rest.insert(0, part)
             if not module_name:
@@ -205,6 +229,33 @@ class Project:
             qualname = ".".join([target, *rest[1:]])
             hops += 1
         return qualname
+
+    def _load(self, module_name: str) -> bool:
+        if self.loader is None or module_name in self._tried:
+            return False
+        self._tried.add(module_name)
+        module = self.loader.load(module_name)
+        if module is None:
+            return False
+        self._register(module)
+        return True
+
+    def _register(self, module: ModuleInfo) -> None:
+        self.by_name[module.module_name] = module
+        for info in module.classes:
+            self.classes.setdefault(info.key, info)
+
+    def complete(self, module: ModuleInfo) -> ModuleInfo:
+        """The whole version of a sparsely parsed module (for lookups of things
+        the sparse parse left out)."""
+        if not module.partial or self.loader is None:
+            return module
+        whole = self.loader.complete(module)
+        if whole is not module:
+            self.by_name[module.module_name] = whole
+            for info in whole.classes:
+                self.classes.setdefault(info.key, info)
+        return whole
 
     def is_function_key(self, key: str) -> bool:
         if key in self._state:

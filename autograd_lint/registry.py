@@ -5,8 +5,8 @@ read this table; nothing else lists rule codes.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 ERROR = "error"
 WARNING = "warning"

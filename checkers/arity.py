@@ -138,7 +138,7 @@ class ArityChecker(Checker):
             (ret.value,) if ret.value.arity() == 1 else None)
         if elems is None:
             return
-        for position, (arg, value) in enumerate(zip(fn.inputs, elems)):
+        for position, (arg, value) in enumerate(zip(fn.inputs, elems, strict=False)):
             if value.literal or not _definitely_not_none(value):
                 continue  # literals are AGF205's
             reason = facts.non_tensor_reason(arg.arg)

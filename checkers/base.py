@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import ast
-from typing import ClassVar, Iterator
+from collections.abc import Iterator
+from typing import ClassVar
 
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.findings import Finding

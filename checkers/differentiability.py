@@ -12,8 +12,14 @@ import ast
 import re
 
 from autograd_lint.analysis.function_facts import FunctionFacts
-from autograd_lint.analysis.interpreter import (BackwardCall, GradRead, GradUse, LeftAutograd,
-                                                MethodFacts, Return)
+from autograd_lint.analysis.interpreter import (
+    BackwardCall,
+    GradRead,
+    GradUse,
+    LeftAutograd,
+    MethodFacts,
+    Return,
+)
 from autograd_lint.analysis.values import Kind
 from autograd_lint.project import FunctionClass, Method
 
@@ -180,7 +186,7 @@ def _builtin_op(fn: FunctionClass, facts: FunctionFacts) -> str | None:
         elements = ret.elements if ret.elements is not None else [ret.node.value]
         if len(elements) < len(expected):
             return None
-        for element, accepted in zip(elements, expected):
+        for element, accepted in zip(elements, expected, strict=False):
             if _canonical(element, names) not in accepted:
                 return None
         if any(not (isinstance(e, ast.Constant) and e.value is None)
@@ -297,7 +303,7 @@ def _saved_names(forward: ast.AST, backward: ast.AST, known: dict[str, str]) -> 
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and \
                 node.value.attr == "saved_tensors" and len(node.targets) == 1 and \
                 isinstance(node.targets[0], (ast.Tuple, ast.List)):
-            for target, source in zip(node.targets[0].elts, saved):
+            for target, source in zip(node.targets[0].elts, saved, strict=False):
                 if isinstance(target, ast.Name) and source in known:
                     mapping[target.id] = known[source]
     return mapping

@@ -93,7 +93,8 @@ class InplaceChecker(Checker):
                 continue
             inputs = sorted(r[6:] for r in value.roots if r.startswith("input:"))
             if inputs and value.view:
-                what, consequence = f"a view of input `{inputs[0]}`", "autograd raises a RuntimeError"
+                what = f"a view of input `{inputs[0]}`"
+                consequence = "autograd raises a RuntimeError"
             elif value.kind is Kind.TENSOR and not inputs and value.src != "output":
                 what, consequence = "an intermediate tensor", "autograd ignores it with a warning"
             else:

@@ -7,8 +7,8 @@ through each call site's own scope, and across modules through the project.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
@@ -35,20 +35,35 @@ class Site:
 
 
 class CallSites:
-    """Every call in a module, with its site (scope, class and grad mode)."""
+    """Every call in a module, with its site (scope, class and grad mode).
 
-    def __init__(self, module: ModuleInfo, project: Project) -> None:
+    names: when given, statements whose source text mentions none of them are
+    skipped (a call of interest must name one)."""
+
+    def __init__(self, module: ModuleInfo, project: Project,
+                 names: tuple[str, ...] | None = None) -> None:
         self.module = module
         self.project = project
+        self.names = names
         self._function_classes = {id(info.node) for info in module.classes
                                   if info.key in project.functions}
+        self._lines = module.source.splitlines() if names is not None else []
 
     def __iter__(self) -> Iterator[tuple[ast.Call, Site]]:
         yield from self._block(self.module.tree.body, Site(self.module.scope, None, False, False))
 
+    def _mentions(self, stmt: ast.stmt) -> bool:
+        if self.names is None:
+            return True
+        first = (stmt.decorator_list[0].lineno if getattr(stmt, "decorator_list", None)
+                 else stmt.lineno)
+        text = "\n".join(self._lines[first - 1: stmt.end_lineno or stmt.lineno])
+        return any(name in text for name in self.names)
+
     def _block(self, body: list[ast.stmt], site: Site) -> Iterator[tuple[ast.Call, Site]]:
         for stmt in body:
-            yield from self._statement(stmt, site)
+            if self._mentions(stmt):
+                yield from self._statement(stmt, site)
             # `if torch.is_grad_enabled(): return Fn.apply(x)` -> the rest runs with grad off.
             if isinstance(stmt, ast.If) and self._grad_test(stmt.test, site.scope) == "on" and \
                     _terminates(stmt.body):
@@ -136,8 +151,8 @@ class UsageChecker(Checker):
     family = "usage"
 
     def check_module(self, module: ModuleInfo) -> None:
-        if self.enabled("AGF105"):
-            for call, site in CallSites(module, self.project):
+        if self.enabled("AGF105") and (module.reach is None or module.reach):
+            for call, site in CallSites(module, self.project, _names_used(module)):
                 self.agf105_function_instantiated(call, site)
         if self.enabled("AGF301") and self.project.scan_tree:
             exercised = gradchecked(self.project)
@@ -189,7 +204,7 @@ def gradchecked(project: Project) -> set[str]:
         for module in project.modules:
             if not any(word in module.source for word in _GRADCHECKS):
                 continue
-            for call, site in CallSites(module, project):
+            for call, site in CallSites(module, project, _GRADCHECK_WORDS):
                 if _is_gradcheck(call, site.scope):
                     target = call.args[0] if call.args else next(
                         (kw.value for kw in call.keywords if kw.arg in ("func", "fn", "op")), None)
@@ -197,6 +212,19 @@ def gradchecked(project: Project) -> set[str]:
                         cached |= _Exercised(project, module).keys(target, site)
         project.cache["gradchecked"] = cached
     return cached
+
+
+_GRADCHECK_WORDS = ("gradcheck", "opcheck")
+
+
+def _names_used(module: ModuleInfo) -> tuple[str, ...] | None:
+    """The Function names a module's calls could use: those in its reach and
+    module-level aliases of them. None: unknown (no project scan judged it)."""
+    if module.reach is None:
+        return None
+    aliases = {local for local, target in module.top_bindings.items()
+               if target is not None and target.rsplit(".", 1)[-1] in module.reach}
+    return tuple(module.reach | aliases)
 
 
 def _is_gradcheck(call: ast.Call, scope: Scope) -> bool:
@@ -209,11 +237,17 @@ def _is_gradcheck(call: ast.Call, scope: Scope) -> bool:
 
 
 class _Exercised:
-    """Follows a gradcheck target to the Functions it applies."""
+    """Follows a gradcheck target to the Functions it applies.
+
+    Results are memoised per definition in the project cache and each def's
+    local bindings are indexed once, so a large test suite costs one pass."""
 
     def __init__(self, project: Project, module: ModuleInfo) -> None:
         self.project = project
         self.module = module
+        self.memo: dict[str, set[str]] = project.cache.setdefault("exercised-memo", {})  # type: ignore[assignment]
+        self.bindings: dict[int, dict[str, tuple[list[ast.AST], bool]]] = \
+            project.cache.setdefault("exercised-bindings", {})  # type: ignore[assignment]
 
     def keys(self, target: ast.AST, site: Site, depth: int = 0) -> set[str]:
         found: set[str] = set()
@@ -225,14 +259,14 @@ class _Exercised:
                 if fn is not None:
                     found.add(fn.info.key)
                     continue
-            if isinstance(node, (ast.Name, ast.Attribute)):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
                 found |= self._follow(node, site, depth)
         return found
 
     def _follow(self, node: ast.Name | ast.Attribute, site: Site, depth: int) -> set[str]:
         """A name: a local binding, a helper def, a class, or `X.apply` elsewhere."""
         if isinstance(node, ast.Name) and site.function is not None:
-            local = _local_bindings(site.function, node.id)
+            local = self._local(site.function).get(node.id)
             if local is not None:
                 bindings, is_param = local
                 found: set[str] = set()
@@ -250,7 +284,15 @@ class _Exercised:
             return {canonical[:-6]}
         if canonical in self.project.functions:
             return {canonical}
-        return self._definition(canonical, depth)
+        if canonical not in self.memo:
+            self.memo[canonical] = set()  # a cycle through this name adds nothing
+            self.memo[canonical] = self._definition(canonical, depth)
+        return self.memo[canonical]
+
+    def _local(self, function: FunctionNode) -> dict[str, tuple[list[ast.AST], bool]]:
+        if id(function) not in self.bindings:
+            self.bindings[id(function)] = _local_bindings(function)
+        return self.bindings[id(function)]
 
     def _definition(self, canonical: str, depth: int) -> set[str]:
         """The Functions a helper def or a wrapper class (an nn.Module) applies."""
@@ -265,6 +307,9 @@ class _Exercised:
             qualname = f"{head}.{qualname}"
         module = self.project.by_name.get(module_name)
         definition = module.defs.get(qualname) if module else None
+        if module is not None and definition is None and module.partial:
+            module = self.project.complete(module)  # the sparse parse left the def out
+            definition = module.defs.get(qualname)
         if module is None or definition is None:
             return set()
         scope = module.scopes.get(id(definition), module.scope)
@@ -272,29 +317,27 @@ class _Exercised:
             definition, Site(scope, definition, False, False), depth + 1)
 
 
-def _local_bindings(function: FunctionNode, name: str) -> tuple[list[ast.AST], bool] | None:
-    """What `name` is bound to inside a def: assigned values, loop iterables, a
-    nested def; and whether it is a parameter. None when not bound there."""
+def _local_bindings(function: FunctionNode) -> dict[str, tuple[list[ast.AST], bool]]:
+    """What each name is bound to inside a def (assigned values, loop iterables,
+    nested defs), and whether it is a parameter: one walk of the body."""
     args = function.args
     params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-    values: list[ast.AST] = []
+    values: dict[str, list[ast.AST]] = {}
     stack: list[ast.AST] = list(function.body)
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if node.name == name:
-                values.append(node)  # a local helper: what its body applies
+            values.setdefault(node.name, []).append(node)  # a local helper: its body
             continue
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                                for t in node.targets):
-            values.append(node.value)
-        elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name) \
-                and node.target.id == name:
-            values.append(node.iter)
-        elif isinstance(node, ast.NamedExpr) and node.target.id == name:
-            values.append(node.value)
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
+            values.setdefault(node.target.id, []).append(node.iter)
+        elif isinstance(node, ast.NamedExpr):
+            values.setdefault(node.target.id, []).append(node.value)
         stack.extend(ast.iter_child_nodes(node))
-    if not values and name not in params:
-        return None
-    return values, name in params
+    names = set(values) | params
+    return {name: (values.get(name, []), name in params) for name in names}

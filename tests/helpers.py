@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from autograd_lint.engine import SourceInput, lint_inputs, lint_source
 from autograd_lint.findings import Finding
@@ -56,6 +57,21 @@ def lint_tree(root: Path, codes: Iterable[str] | None = None, *,
     result = lint_inputs(inputs, scan_tree=scan_tree)
     assert not result.errors, result.errors
     return result.findings
+
+
+def leaky_function(name: str = "Leaky") -> str:
+    """A Function class that stores its input on ctx (AGF001 on line 4 of it)."""
+    return textwrap.dedent(f'''\
+        class {name}(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.x = x
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+        ''')
 
 
 def codes_of(findings: Iterable[Finding]) -> list[str]:

@@ -178,16 +178,27 @@ def test_no_cache_and_quiet_are_accepted(tree: Path, capsys) -> None:
 
 
 def test_unparsable_file_is_agf000_and_the_run_goes_on(tree: Path, capsys) -> None:
-    (tree / "pkg" / "broken.py").write_text("def f(:\n    pass\n")
-    (tree / "pkg" / "nul.py").write_bytes(b"x = 1\x00\n")
-    (tree / "pkg" / "latin.py").write_bytes(b"# -*- coding: nope -*-\nx = 1\n")
-    code, out, err = run(capsys, "check", "pkg", "--format", "json")
+    header = b"import torch\n\n\nclass Broken(torch.autograd.Function):\n"
+    (tree / "pkg" / "broken.py").write_bytes(header + b"    def forward(ctx, x:\n")
+    (tree / "pkg" / "nul.py").write_bytes(header + b"    x = 1\x00\n")
+    (tree / "pkg" / "latin.py").write_bytes(b"# -*- coding: nope -*-\n" + header)
+    code, out, err = run(capsys, "check", "pkg", "--format", "json", "--ignore", "AGF301")
     findings = json.loads(out)
     assert code == 1 and err == ""
     syntax = {Path(f["path"]).name: f for f in findings if f["code"] == "AGF000"}
     assert set(syntax) == {"broken.py", "nul.py", "latin.py"}
-    assert (syntax["broken.py"]["line"], syntax["broken.py"]["column"]) == (1, 6)
+    assert (syntax["broken.py"]["line"], syntax["broken.py"]["column"]) == (5, 15)
     assert any(f["code"] == "AGF001" for f in findings)  # leaky.py still checked
+
+
+def test_agf000_covers_files_that_can_involve_functions(tree: Path, capsys) -> None:
+    # A broken file with nothing autograd-related is other linters' business in
+    # a directory walk (it is never parsed); named explicitly, it is reported.
+    (tree / "pkg" / "unrelated.py").write_text("def f(:\n    pass\n")
+    _, out, _ = run(capsys, "check", "pkg", "--format", "json", "--select", "AGF000")
+    assert json.loads(out) == []
+    code, out, _ = run(capsys, "check", "pkg/unrelated.py", "--format", "json")
+    assert code == 1 and [f["code"] for f in json.loads(out)] == ["AGF000"]
 
 
 def test_internal_error_in_one_file_is_reported_and_run_continues(tree: Path, capsys,
@@ -242,3 +253,27 @@ def test_module_entry_point_and_console_script(tree: Path) -> None:
                               capture_output=True, text=True, cwd=tree)
         assert proc.returncode == 1, proc.stderr
         assert "AGF001" in proc.stdout
+
+
+def test_paths_under_the_working_directory_show_without_dot_slash(tree: Path, capsys) -> None:
+    code, out, _ = run(capsys, "check", ".", "--select", "AGF001", "-q", "--no-cache")
+    assert code == 1
+    assert out.startswith("pkg/leaky.py:7:"), out
+
+
+@pytest.mark.parametrize("jobs", ["0", "-2", "two"])
+def test_jobs_must_be_a_positive_number(tree: Path, capsys, jobs: str) -> None:
+    code, _, err = run(capsys, "check", "pkg", "--jobs", jobs)
+    assert code == 2
+    assert err.count("\n") == 1 and "positive number of jobs" in err
+
+
+def test_the_console_command_exits_with_the_status_and_all_output(tree: Path) -> None:
+    """`run` leaves through os._exit: nothing printed may be lost on the way."""
+    proc = subprocess.run([sys.executable, "-m", "autograd_lint", "check", "pkg", "--no-cache"],
+                          capture_output=True, text=True, cwd=tree)
+    assert proc.returncode == 1
+    assert proc.stdout.rstrip().endswith("in 2 files.") and "AGF001" in proc.stdout
+    piped = subprocess.run(f"{sys.executable} -m autograd_lint check pkg --no-cache | head -1",
+                           shell=True, capture_output=True, text=True, cwd=tree)
+    assert piped.stdout.count("\n") == 1 and "Traceback" not in piped.stderr

@@ -4,6 +4,7 @@ when installed on its own."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,10 +13,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def clean_copy(destination: Path) -> None:
+    """The sources alone: a stale build/ in the checkout must not leak in."""
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, destination / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("autograd_lint", "checkers", "docs"):
+        shutil.copytree(ROOT / name, destination / name, ignore=ignore)
+
+
 def test_wheel_layout_and_installed_behaviour(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    clean_copy(source)
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(ROOT)],
+         "-w", str(tmp_path / "dist"), str(source)],
         capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-2000:]
     [wheel] = (tmp_path / "dist").glob("autograd_lint-*.whl")
@@ -25,7 +39,7 @@ def test_wheel_layout_and_installed_behaviour(tmp_path: Path) -> None:
     assert "autograd_lint/checkers/ctx_state.py" in names
     assert "autograd_lint/rule_docs/AGF001.md" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "autograd-lint = autograd_lint.cli:main" in archive.read(entry_points).decode()
+    assert "autograd-lint = autograd_lint.cli:run" in archive.read(entry_points).decode()
 
     target = tmp_path / "site"
     install = subprocess.run(

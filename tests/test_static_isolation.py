@@ -6,6 +6,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from .helpers import FIXTURES
 
 MARKER_MODULE = textwrap.dedent('''\
@@ -42,14 +44,28 @@ def test_check_does_not_import_torch(tmp_path: Path) -> None:
     assert not [name for name in imported if name.split(".")[0] == "torch"]
 
 
-def test_checked_code_is_never_executed(tmp_path: Path) -> None:
+@pytest.fixture
+def victim(tmp_path: Path) -> tuple[Path, Path]:
+    """A package whose import (or conftest collection) writes a marker file."""
     marker = tmp_path / "marker.txt"
     package = tmp_path / "victim"
     package.mkdir()
     (package / "__init__.py").write_text(MARKER_MODULE.format(marker=str(marker)))
     (package / "conftest.py").write_text(MARKER_MODULE.format(marker=str(marker)))
-    proc = _run(["-m", "autograd_lint", "check", str(package)], tmp_path)
-    assert proc.returncode == 1 and "AGF001" in proc.stdout
+    return package, marker
+
+
+ENTRY_POINTS = {  # every way users run the static checker
+    "cli": ["-m", "autograd_lint", "check"],
+    "flake8": ["-m", "flake8", "--select", "AGF"],
+}
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+def test_checked_code_is_never_executed(victim: tuple[Path, Path], entry: str) -> None:
+    package, marker = victim
+    proc = _run([*ENTRY_POINTS[entry], str(package)], package.parent)
+    assert proc.returncode == 1 and "AGF001" in proc.stdout, proc.stdout + proc.stderr
     assert not marker.exists()
 
 
@@ -61,3 +77,28 @@ def test_startup_imports_stay_small(tmp_path: Path) -> None:
               "print(heavy)")
     proc = _run(["-c", script], tmp_path)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+
+
+def test_dynamic_import_hooks_are_not_triggered_by_a_tree_scan(tmp_path: Path) -> None:
+    """A `.pth`-style trap: a sitecustomize and a package __main__ next to the
+    checked code are plain files to the linter, never run."""
+    marker = tmp_path / "marker.txt"
+    trap = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+    for name in ("sitecustomize.py", "usercustomize.py", "__main__.py", "setup.py"):
+        (tmp_path / name).write_text(trap)
+    (tmp_path / "ops.py").write_text(MARKER_MODULE.format(marker=str(marker)))
+    proc = _run(["-m", "autograd_lint", "check", "."], tmp_path)
+    assert proc.returncode == 1 and "AGF001" in proc.stdout
+    assert not marker.exists()
+
+
+def test_python_dash_m_does_not_import_modules_of_the_working_directory(tmp_path: Path) -> None:
+    marker = tmp_path / "marker.txt"
+    trap = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+    # Standard-library names the linter imports after start-up.
+    for name in ("ast", "tokenize", "json", "fnmatch", "tomllib", "dataclasses", "hashlib"):
+        (tmp_path / f"{name}.py").write_text(trap)
+    (tmp_path / "ops.py").write_text(MARKER_MODULE.format(marker=str(marker)))
+    proc = _run(["-m", "autograd_lint", "check", "ops.py", "--format", "json"], tmp_path)
+    assert proc.returncode == 1 and "AGF001" in proc.stdout, proc.stderr[-2000:]
+    assert not marker.exists()

@@ -12,10 +12,10 @@ import ast
 from dataclasses import replace
 from functools import cached_property
 
+from ..project import FunctionClass, Method
 from . import torch_api as api
 from .interpreter import FROM_GRAD, CtxCall, Interpreter, MethodFacts
 from .values import Kind, Value, join
-from ..project import FunctionClass, Method
 
 
 class FunctionFacts:
@@ -77,8 +77,8 @@ class FunctionFacts:
         arg = next((a for a in self.fn.inputs if a.arg == name), None)
         if arg is None:
             return None
-        if arg.annotation is not None and _annotation_kind(arg.annotation, forward.owner.info.scope) \
-                is Kind.NONTENSOR:
+        scope = forward.owner.info.scope
+        if arg.annotation is not None and _annotation_kind(arg.annotation, scope) is Kind.NONTENSOR:
             return f"annotated `{ast.unparse(arg.annotation)}`"
         default = forward.defaults.get(name)
         if default is not None and _is_literal(default) and not _is_none(default):
@@ -122,7 +122,7 @@ class FunctionFacts:
                                        else "save_for_backward")
         elif name == "vmap" and len(params) >= 2:
             # vmap(info, in_dims, *inputs): batched versions of forward's inputs.
-            for arg, value in zip(params[2:], self.inputs.values()):
+            for arg, value in zip(params[2:], self.inputs.values(), strict=False):
                 initial[arg.arg] = value
         else:
             for arg in params:
@@ -151,7 +151,7 @@ class FunctionFacts:
             return None
         positions = [value for _, value, _ in calls[0].args]
         for call in calls[1:]:
-            positions = [join(a, b) for a, (_, b, _) in zip(positions, call.args)]
+            positions = [join(a, b) for a, (_, b, _) in zip(positions, call.args, strict=False)]
         return tuple(positions)
 
     def calls(self, method: str, *, where: tuple[str, ...] = ("forward", "setup_context")

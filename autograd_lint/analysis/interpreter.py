@@ -17,14 +17,24 @@ finding.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import reduce
-from typing import Callable, Iterable, Union
 
-from . import torch_api as api
-from .values import (NONE, NONTENSOR, UNKNOWN, Kind, Value, element_of, item_roots, join,
-                     list_slots, tuple_of)
 from ..model import ModuleInfo, Scope, collect_imports
+from . import torch_api as api
+from .values import (
+    NONE,
+    NONTENSOR,
+    UNKNOWN,
+    Kind,
+    Value,
+    element_of,
+    item_roots,
+    join,
+    list_slots,
+    tuple_of,
+)
 
 _MAX_LOOP_PASSES = 4
 
@@ -161,8 +171,8 @@ class CtxEscape:
     how: str
 
 
-Event = Union[CtxStore, CtxCall, CtxRead, Mutation, Return, GradUse, LeftAutograd, GradRead,
-              BackwardCall, Compute, CtxEscape]
+Event = (CtxStore | CtxCall | CtxRead | Mutation | Return | GradUse | LeftAutograd | GradRead
+         | BackwardCall | Compute | CtxEscape)
 
 
 @dataclass
@@ -193,7 +203,7 @@ class State:
         self.vars = vars if vars is not None else {}
         self.facts = facts if facts is not None else {}
 
-    def copy(self) -> "State":
+    def copy(self) -> State:
         return State(dict(self.vars), dict(self.facts))
 
     def add_fact(self, key: str, item: object) -> frozenset:
@@ -602,18 +612,18 @@ class Interpreter:
         starred = [i for i, t in enumerate(targets) if isinstance(t, ast.Starred)]
         elems = value.elems
         if elems is not None and not starred and len(elems) == len(targets):
-            for i, (target, elem) in enumerate(zip(targets, elems)):
+            for i, (target, elem) in enumerate(zip(targets, elems, strict=False)):
                 node = value_elts[i] if value_elts and len(value_elts) == len(targets) else None
                 self.bind(target, elem, state, stmt, node)
             return
         if elems is not None and len(starred) == 1 and len(elems) >= len(targets) - 1:
             cut = starred[0]
             tail = len(targets) - cut - 1
-            for target, elem in zip(targets[:cut], elems[:cut]):
+            for target, elem in zip(targets[:cut], elems[:cut], strict=False):
                 self.bind(target, elem, state, stmt, None)
             middle = elems[cut: len(elems) - tail]
             self.bind(targets[cut].value, tuple_of(middle), state, stmt, None)  # type: ignore[attr-defined]
-            for target, elem in zip(targets[cut + 1:], elems[len(elems) - tail:]):
+            for target, elem in zip(targets[cut + 1:], elems[len(elems) - tail:], strict=False):
                 self.bind(target, elem, state, stmt, None)
             return
         element = element_of(value)
@@ -700,7 +710,7 @@ class Interpreter:
 
     def e_Dict(self, node: ast.Dict, state: State) -> Value:
         values = []
-        for key, item in zip(node.keys, node.values):
+        for key, item in zip(node.keys, node.values, strict=False):
             if key is not None:
                 self.expr(key, state)
             values.append(self.expr(item, state))
@@ -784,7 +794,8 @@ class Interpreter:
     def _none_tests(node: ast.Compare, values: list[Value], state: State) -> None:
         """`g is None` / `g is not None`: the gradient g is tested on this path."""
         operands = [node.left, *node.comparators]
-        for op, (left, right) in zip(node.ops, zip(range(len(operands)), range(1, len(operands)))):
+        pairs = zip(range(len(operands)), range(1, len(operands)), strict=False)
+        for op, (left, right) in zip(node.ops, pairs, strict=False):
             if not isinstance(op, (ast.Is, ast.IsNot)):
                 continue
             pair = (operands[left], operands[right])
@@ -814,7 +825,8 @@ class Interpreter:
             return replace(self._sequence_op(op, left, right, right_node), taint=taint)
         if op is ast.MatMult:
             return Value(Kind.TENSOR, taint=taint)
-        if left.kind in (Kind.TENSOR, Kind.TENSORISH) or right.kind in (Kind.TENSOR, Kind.TENSORISH):
+        tensors = (Kind.TENSOR, Kind.TENSORISH)
+        if left.kind in tensors or right.kind in tensors:
             integral = all(v.integral for v in (left, right) if v.kind is not Kind.NONTENSOR)
             return Value(Kind.TENSOR, taint=taint, integral=integral and op in _INTEGRAL_OPS)
         if left.kind is Kind.NONTENSOR and right.kind is Kind.NONTENSOR:
@@ -852,7 +864,8 @@ class Interpreter:
         base = self.expr(node.value, state)
         index_value = self.expr(node.slice, state)
         index = constant_index(node.slice)
-        if base.elems is not None and index is not None and -len(base.elems) <= index < len(base.elems):
+        if base.elems is not None and index is not None and \
+                -len(base.elems) <= index < len(base.elems):
             return base.elems[index]
         if isinstance(node.slice, ast.Slice) and base.seq:
             return replace(base, elems=base.elems[_slice(node.slice)] if base.elems is not None
@@ -924,7 +937,8 @@ class Interpreter:
 
     def e_Call(self, node: ast.Call, state: State) -> Value:
         func = node.func
-        qualified = self.qualname(func, state) if isinstance(func, (ast.Name, ast.Attribute)) else None
+        qualified = self.qualname(func, state) if isinstance(func, (ast.Name, ast.Attribute)) \
+            else None
         receiver: Value | None = None
         if qualified is None:
             if isinstance(func, ast.Attribute):
@@ -1070,7 +1084,7 @@ class Interpreter:
         if name in CTX_SAVE_METHODS or name in CTX_OTHER_METHODS:
             entries = [(arg_node.value if isinstance(arg_node, ast.Starred) else arg_node, value,
                         isinstance(arg_node, ast.Starred))
-                       for arg_node, value in zip(node.args, args)]
+                       for arg_node, value in zip(node.args, args, strict=False)]
             prior = state.add_fact(name, node)
             self._record(CtxCall(node, name, entries, prior))
             if name in CTX_SAVE_METHODS:
@@ -1090,9 +1104,10 @@ class Interpreter:
                 and node.args and last not in api.NOT_INPLACE_METHODS:
             self._record(Mutation(node, node.args[0], args[0], f"`{qualified}()`", True))
         elif qualified.startswith("torch.nn.functional.") and node.args and any(
-                kw.arg == "inplace" and isinstance(kw.value, ast.Constant) and kw.value.value is True
-                for kw in node.keywords):
-            self._record(Mutation(node, node.args[0], args[0], f"`{last}(..., inplace=True)`", True))
+                kw.arg == "inplace" and isinstance(kw.value, ast.Constant)
+                and kw.value.value is True for kw in node.keywords):
+            self._record(Mutation(node, node.args[0], args[0], f"`{last}(..., inplace=True)`",
+                                  True))
         if qualified in ("torch.autograd.backward",):
             self._record(BackwardCall(node))
         if qualified in api.TENSOR_ARG_FUNCTIONS and args:
@@ -1263,7 +1278,7 @@ def _advanced_index(node: ast.expr, value: Value) -> bool:
     """Whether an index certainly selects by tensor, mask or list (a copy)."""
     parts = value.elems if isinstance(node, ast.Tuple) and value.elems is not None else (value,)
     nodes = node.elts if isinstance(node, ast.Tuple) else [node]
-    for part, part_node in zip(parts, nodes):
+    for part, part_node in zip(parts, nodes, strict=False):
         if part.kind in (Kind.TENSOR, Kind.TENSORISH, Kind.TENSORS) or part.is_list or \
                 isinstance(part_node, (ast.List, ast.ListComp, ast.Compare)):
             return True

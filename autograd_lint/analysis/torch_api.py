@@ -93,7 +93,8 @@ TENSOR_METHODS = frozenset({
     "short", "char", "byte", "bool", "cfloat", "cdouble", "silu",
     "index_reduce", "put", "new", "pin_memory", "requires_grad_",
     "sort_values", "msort", "argwhere", "isreal", "positive", "fmax", "fmin", "hypot",
-    "igamma", "log_normal", "mvlgamma", "polygamma", "i0", "copysign", "nextafter", "ldexp", "float_power", "cov",
+    "igamma", "log_normal", "mvlgamma", "polygamma", "i0", "copysign", "nextafter", "ldexp",
+    "float_power", "cov",
     "corrcoef", "histc", "bincount", "cumulative_trapezoid", "diagonal_scatter",
     "select_scatter", "as_strided_scatter", "max", "min", "median", "nanmedian",
 })

@@ -50,7 +50,7 @@ class Value:
 
     kind: Kind = Kind.UNKNOWN
     roots: frozenset[str] = frozenset()
-    elems: tuple["Value", ...] | None = None
+    elems: tuple[Value, ...] | None = None
     seq: bool = False
     literal: bool = False
     maybe_none: bool = False
@@ -62,7 +62,7 @@ class Value:
     # `pinned` maps an index to the roots stored there, `rest` covers the others.
     pinned: tuple[tuple[int, frozenset[str]], ...] = ()
     rest: frozenset[str] | None = None
-    item: "Value | None" = None  # any element of a container whose layout is unknown
+    item: Value | None = None  # any element of a container whose layout is unknown
     # Data flow, not aliasing: the markers of everything this value was computed
     # from ("src:grad", "src:saved", "left:3", "acc:1"), so a rule can ask whether
     # a value that left autograd reaches the returned gradient.
@@ -79,7 +79,7 @@ class Value:
     def definitely_not_none(self) -> bool:
         return self.kind is not Kind.NONE and not self.maybe_none and self.kind is not Kind.UNKNOWN
 
-    def with_roots(self, roots: frozenset[str]) -> "Value":
+    def with_roots(self, roots: frozenset[str]) -> Value:
         return replace(self, roots=roots)
 
     def arity(self) -> int | None:
@@ -134,7 +134,7 @@ def join(a: Value, b: Value) -> Value:
     kind = join_kinds(a.kind, b.kind)
     elems = None
     if a.elems is not None and b.elems is not None and len(a.elems) == len(b.elems):
-        elems = tuple(join(x, y) for x, y in zip(a.elems, b.elems))
+        elems = tuple(join(x, y) for x, y in zip(a.elems, b.elems, strict=False))
     maybe_none = (a.maybe_none or b.maybe_none or a.kind is Kind.NONE or b.kind is Kind.NONE)
     return Value(
         kind=kind,
@@ -147,7 +147,7 @@ def join(a: Value, b: Value) -> Value:
         text=a.text if a.text == b.text else None,
         single=(a.single or a.kind in _SINGLE_KINDS) and (b.single or b.kind in _SINGLE_KINDS),
         is_list=a.is_list and b.is_list,
-        **(dict(zip(("pinned", "rest"), _join_lists(a, b)))
+        **(dict(zip(("pinned", "rest"), _join_lists(a, b), strict=False))
            if a.is_list and b.is_list and elems is None else {}),
         item=join(a.item, b.item) if a.item is not None and b.item is not None else None,
         taint=a.taint | b.taint,

@@ -1,0 +1,399 @@
+"""Which files of a run can matter, decided from their byte scans.
+
+A file matters when it may define a custom Function (a class whose base is
+torch's Function, an alias of it, or a name already found to denote one: a
+fixpoint over every class header of the tree and the aliases of those names),
+may use one defined elsewhere (it imports such a name, or binds a module of
+the project and names one as an attribute, `pkg.ops.MyFn`), or calls
+gradcheck (for AGF301). The judgement over-approximates, by names only: the
+engine decides on real syntax trees, so a file let through by mistake costs
+time, never a wrong finding. It follows every way the engine itself resolves
+a name (imports, re-exports, `Alias = ops.MyFn`, attribute paths), so the
+findings never depend on it; a test compares runs with and without it.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .scan import FileScan
+
+if TYPE_CHECKING:
+    from .model import ModuleNamer
+
+_FUNCTION_CLASSES = frozenset({"Function", "InplaceFunction"})
+# First components of dotted bases that lead to torch's Function class.
+_TORCH_PREFIXES = frozenset({"torch", "autograd", "function"})
+
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.M)
+_ASSIGNMENT = re.compile(r"^\w+[ \t]*(?::[^=\n]+)?=[ \t]*[\w.]+[ \t]*$")
+# No leading \b: it would cost the regex engine its fast literal search.
+_HEADER = re.compile(r"class[ \t]+\w+[ \t]*\(([^)]*)\)")
+_BASE = re.compile(r"[A-Za-z_][\w.]*")
+_REFERENCE = re.compile(
+    r"(?<!\w)([A-Z_]\w*)\s*\(|([A-Za-z_]\w*)\.(?:apply|forward|backward|vjp|jvp)\b")
+_GRADCHECK = re.compile(r"\b(?:gradcheck|gradgradcheck|opcheck)[ \t]*\(")
+_FIRST_WORD = re.compile(r"\s*(\w+)")
+_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]", re.M)
+
+
+def is_function_base(expression: str, aliases: frozenset[str], candidates: Iterable[str]) -> bool:
+    """Whether a base expression may name a Function class."""
+    head, _, last = expression.rpartition(".")
+    if last in _FUNCTION_CLASSES:
+        return not head or head.split(".", 1)[0] in _TORCH_PREFIXES | aliases
+    return expression in aliases or last in candidates
+
+
+@dataclass
+class Relevance:
+    candidates: frozenset[str]  # class names that may be Functions
+    defining: frozenset[str]  # paths of files that may define one
+    referencing: frozenset[str]  # paths of files that may refer to one
+    gradchecking: frozenset[str]  # paths of files that call gradcheck
+    references_wanted: bool
+    gradcheck_wanted: bool
+    reach: dict[str, frozenset[str]]  # per path: candidate names the file can use
+
+    def matters(self, path: str) -> bool:
+        return path in self.defining or path in self.referencing or path in self.gradchecking
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "candidates": sorted(self.candidates), "defining": sorted(self.defining),
+            "referencing": sorted(self.referencing), "gradchecking": sorted(self.gradchecking),
+            "references_wanted": self.references_wanted,
+            "gradcheck_wanted": self.gradcheck_wanted,
+            "reach": {path: sorted(names) for path, names in self.reach.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Relevance:
+        """The inverse of to_json; raises on anything malformed."""
+        def strings(value: object) -> frozenset[str]:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError("malformed relevance")
+            return frozenset(value)
+
+        reach = data["reach"]
+        if not isinstance(reach, dict):
+            raise ValueError("malformed relevance")
+        return cls(strings(data["candidates"]), strings(data["defining"]),
+                   strings(data["referencing"]), strings(data["gradchecking"]),
+                   bool(data["references_wanted"]), bool(data["gradcheck_wanted"]),
+                   {str(path): strings(names) for path, names in reach.items()})
+
+
+def judge(scans: list[FileScan], *, references: bool, gradcheck: bool,
+          module_names: ModuleNamer | None = None,
+          jobs: int | None = None) -> Relevance:
+    """Relevance of every scanned file (see the module docstring).
+
+    Names that may denote a Function grow to a fixpoint: classes whose base is
+    one, then aliases (`Legacy = ops.Scale`) found in the files that reach
+    one, which may in turn be the base of further classes or be imported."""
+    names: set[str] = set()  # classes that may be Functions, and aliases of them
+    headers = _Headers(scans)
+    new = headers.derived(headers.direct)
+    reach: dict[str, set[str]] = {}
+    targets: _ImportTargets | None = None
+    binding: list[str] = []  # files that bind a project module: `pkg.sub.ops.MyFn`
+    while True:
+        if not new:
+            break
+        names |= new
+        if targets is None:
+            targets = _ImportTargets(scans, module_names)
+            # (Even without reference rules: an alias defined through an
+            # attribute, `Base = pkg.ops.Scale`, may be the base of a class.)
+            binding = [scan.path for scan in scans if targets.binds_module(scan)]
+        gained: dict[str, set[str]] = {}
+        for scan in scans:
+            got = targets.imported(scan, new) | {n for n, _ in scan.headers if n in new}
+            if got:
+                gained[scan.path] = got
+        for path, got in dotted_references(binding, frozenset(new), targets.leaves,
+                                           jobs).items():
+            gained.setdefault(path, set()).update(got)
+        for path, got in gained.items():
+            reach.setdefault(path, set()).update(got)
+        aliases = aliases_in(gained) - names
+        new = headers.derived(aliases, names) | aliases
+    frozen = frozenset(names)
+    defining = frozenset(scan.path for scan in scans if any(
+        name in frozen for name, _ in scan.headers))
+    referencing = frozenset(p for p in reach if p not in defining) if references \
+        else frozenset()
+    gradchecking = frozenset(scan.path for scan in scans if gradcheck and scan.gradcheck)
+    return Relevance(frozen, defining, referencing, gradchecking, references, gradcheck,
+                     {path: frozenset(got) for path, got in reach.items()})
+
+
+class _Headers:
+    """Every class header of the tree, indexed by the last part of each base."""
+
+    def __init__(self, scans: list[FileScan]) -> None:
+        self.by_base: dict[str, list[str]] = {}  # last part of a base -> class names
+        self.direct: set[str] = set()  # classes of torch's Function or a local alias of it
+        for scan in scans:
+            for name, bases in scan.headers:
+                for base in bases:
+                    if is_function_base(base, scan.aliases, ()):
+                        self.direct.add(name)
+                    self.by_base.setdefault(base.rpartition(".")[2], []).append(name)
+
+    def derived(self, found: set[str], known: set[str] | frozenset[str] = frozenset()) -> set[str]:
+        """`found` and every class deriving from one of them, transitively,
+        leaving out what is already `known`."""
+        result = set(found) - set(known)
+        work = list(result)
+        while work:
+            for name in self.by_base.get(work.pop(), ()):
+                if name not in result and name not in known:
+                    result.add(name)
+                    work.append(name)
+        return result
+
+
+class _ImportTargets:
+    """Which names a file's imports can bring within reach.
+
+    By name: `from M import Name` of a known name reaches it, whatever M (a
+    re-export from any module counts). By module: a file that binds a module
+    of the project (`import pkg`, `from pkg import sub`) can reach any name
+    through attributes (`pkg.sub.ops.MyFn`); those files are searched for
+    `.Name` (see `dotted_references`)."""
+
+    def __init__(self, scans: list[FileScan], module_names: ModuleNamer | None = None) -> None:
+        import os
+
+        from .model import ModuleNamer
+
+        self._module_name_for = module_names or ModuleNamer()
+        self.modules: set[str] = set()  # every module and package of the tree
+        leaves: set[str] = set()
+        files_by_directory: dict[str, list[str]] = {}
+        for scan in scans:
+            directory, _, filename = scan.path.rpartition(os.sep)
+            files_by_directory.setdefault(directory, []).append(filename)
+        # Per directory, not per file: trees hold many files per package.
+        for directory, filenames in files_by_directory.items():
+            package = self._module_name_for.package_of_directory(directory)
+            self.modules.update(".".join(package[:depth]) for depth in range(1, len(package) + 1))
+            leaves.update(package)
+            prefix = ".".join(package) + "." if package else ""
+            stems = {name[:-3] if name.endswith(".py") else name.rsplit(".", 1)[0]
+                     for name in filenames}
+            stems.discard("__init__")
+            self.modules.update(prefix + stem for stem in stems)
+            leaves.update(stems)
+        self.leaves = frozenset(leaves)
+
+    @staticmethod
+    def imported(scan: FileScan, names: set[str]) -> set[str]:
+        """The names imported by name (`from M import Name`)."""
+        return {name for _, name in scan.imports if name in names}
+
+    def binds_module(self, scan: FileScan) -> bool:
+        """Whether the file binds a module of the project to a name."""
+        package: str | None = None
+        for module, name in scan.imports:
+            if not name:
+                if module.split(".", 1)[0] in self.modules:
+                    return True
+                continue
+            if name not in self.leaves:
+                continue  # `from M import name` binds no module of ours
+            if module.startswith("."):
+                if package is None:
+                    package = self._package_of(scan.path)
+                module = _absolute(module, package)
+            if f"{module}.{name}" in self.modules:
+                return True
+        return False
+
+    def _package_of(self, path: str) -> str:
+        name, is_package = self._module_name_for(path)
+        return name if is_package else name.rpartition(".")[0]
+
+
+def aliases_in(gained: dict[str, set[str]]) -> set[str]:
+    """Names bound to one of the gained names (`Legacy = ops.Scale`, `A = B =
+    Scale`, annotated or not) in each file: they may denote a Function too."""
+    from .scan import read_file
+
+    found: set[str] = set()
+    for path, names in gained.items():
+        data = read_file(path)
+        if data is None:
+            continue
+        for name in names:
+            word = name.encode()
+            start = data.find(word)
+            while start >= 0:
+                line_start = data.rfind(b"\n", 0, start) + 1
+                line_end = data.find(b"\n", start)
+                line = data[line_start: line_end if line_end >= 0 else len(data)]
+                match = _ALIAS_LINE.match(line)
+                if match is not None and match.group("value").rpartition(b".")[2] == word:
+                    found.update(t.decode("latin-1")
+                                 for t in _TARGET.findall(match.group("targets")))
+                start = data.find(word, start + len(word))
+    return found
+
+
+# `A = B: T = pkg.Name  # comment`: targets, then the value.
+_ALIAS_LINE = re.compile(rb"[ \t]*(?P<targets>(?:[A-Za-z_]\w*[ \t]*(?::[^=\n]*)?=[ \t]*)+)"
+                         rb"(?P<value>[A-Za-z_][\w.]*)[ \t]*(?:#.*)?\r?$")
+_TARGET = re.compile(rb"([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=")
+
+
+_DOTTED = re.compile(rb"\.[ \t]*([A-Za-z_]\w*)")
+_AS_NAME = re.compile(rb"[ \t]as[ \t]+([A-Za-z_]\w*)")
+_IDENTIFIER_END = re.compile(rb"[A-Za-z_0-9]")
+# Below this many files a process pool costs more than it saves.
+_PARALLEL_MIN_FILES = 400
+
+
+def dotted_references(paths: list[str], names: frozenset[str], leaves: frozenset[str],
+                      jobs: int | None = None) -> dict[str, frozenset[str]]:
+    """For each file, the names it reaches as attributes of a module of the
+    project: `ops.Name` where `ops` is a module's last part (`pkg.sub.ops`),
+    a name bound with `as`, or a name assigned from a module (`m = pkg.ops`).
+    (`sympy.Add` does not reach a Function named `Add`.)"""
+    import os
+
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    if jobs <= 1 or len(paths) < _PARALLEL_MIN_FILES:
+        return _dotted_chunk(paths, names, leaves)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    slices = [paths[i::jobs * 4] for i in range(jobs * 4)]
+    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    found: dict[str, frozenset[str]] = {}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        for part in pool.map(_dotted_chunk, slices, [names] * len(slices),
+                             [leaves] * len(slices)):
+            found.update(part)
+    return found
+
+
+def _dotted_chunk(paths: list[str], names: frozenset[str],
+                  leaves: frozenset[str]) -> dict[str, frozenset[str]]:
+    from .scan import read_file
+
+    found: dict[str, frozenset[str]] = {}
+    wanted = {name.encode() for name in names}
+    module_parts = {leaf.encode() for leaf in leaves}
+    for path in paths:
+        data = read_file(path)
+        if data is None:
+            continue
+        hits = wanted.intersection(_DOTTED.findall(data))
+        if not hits:
+            continue
+        owners = module_parts | set(_AS_NAME.findall(data))
+        reached = {hit.decode() for hit in hits
+                   if _owned_attribute(data, hit, owners, module_parts)}
+        if reached:
+            found[path] = frozenset(reached)
+    return found
+
+
+def _owned_attribute(data: bytes, name: bytes, owners: set[bytes],
+                     module_parts: set[bytes]) -> bool:
+    """Whether some `X.name` in the file has an X that may be a module of ours."""
+    start = data.find(name)
+    while start >= 0:
+        owner = _owner_before(data, start)
+        if owner is not None and (owner in owners or
+                                  _assigned_a_module(data, owner, module_parts)):
+            return True
+        start = data.find(name, start + len(name))
+    return False
+
+
+def _owner_before(data: bytes, offset: int) -> bytes | None:
+    """X in `X . name` ending just before offset, None if no attribute access."""
+    index = offset - 1
+    while index >= 0 and data[index] in b" \t":
+        index -= 1
+    if index < 0 or data[index] != 0x2E:  # "."
+        return None
+    index -= 1
+    while index >= 0 and data[index] in b" \t":
+        index -= 1
+    end = index + 1
+    while index >= 0 and _IDENTIFIER_END.match(data, index):
+        index -= 1
+    return data[index + 1: end] or None
+
+
+def _assigned_a_module(data: bytes, owner: bytes, module_parts: set[bytes]) -> bool:
+    """Whether the file binds owner to a dotted name ending in one of ours."""
+    start = data.find(owner)
+    while start >= 0:
+        if start == 0 or not _IDENTIFIER_END.match(data, start - 1):
+            match = _ASSIGNED.match(data, start + len(owner))
+            if match is not None and match.group(1).rpartition(b".")[2] in module_parts:
+                return True
+        start = data.find(owner, start + len(owner))
+    return False
+
+
+_ASSIGNED = re.compile(rb"[ \t]*(?::[^=\n]*)?=[ \t]*([A-Za-z_][\w.]*)[ \t]*(?:#.*)?\r?$", re.M)
+
+
+def _imports_only(chunk: str) -> bool:
+    """An import statement, or a `try`/`if` block of imports (a fallback import,
+    `if TYPE_CHECKING:`). Imports inside defs and classes belong to those."""
+    match = _FIRST_WORD.match(chunk)
+    first = match.group(1) if match is not None else ""
+    if first in ("import", "from"):
+        return True
+    return first in ("try", "if", "with") and _IMPORT.search(chunk) is not None and \
+        not _DEFINITION.search(chunk)
+
+
+def _one_line(chunk: str) -> bool:
+    newline = chunk.find("\n")
+    return newline < 0 or not chunk[newline:].strip()
+
+
+def _absolute(module: str, package: str) -> str:
+    """`..ops` relative to package `a.b.c` is `a.b.ops`."""
+    level = len(module) - len(module.lstrip("."))
+    parts = package.split(".") if package else []
+    base = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+    rest = module[level:]
+    return ".".join([*base, rest] if rest else base)
+
+
+def statement_keeper(relevance: Relevance, path: str,
+                     aliases: frozenset[str]) -> Callable[[str], bool]:
+    """Which top-level statements of a large relevant file to parse."""
+    candidates = relevance.candidates
+    reachable = tuple(relevance.reach.get(path, ())) if relevance.references_wanted else ()
+
+    def keep(chunk: str) -> bool:
+        if _imports_only(chunk):
+            return True
+        if _one_line(chunk) and _ASSIGNMENT.match(chunk.strip()):
+            return True
+        if "class" in chunk:
+            for match in _HEADER.finditer(chunk):
+                start = match.start()
+                if start and (chunk[start - 1].isalnum() or chunk[start - 1] == "_"):
+                    continue
+                if any(is_function_base(b, aliases, candidates)
+                       for b in _BASE.findall(match.group(1))):
+                    return True
+        if any(name in chunk for name in reachable):
+            return True
+        return relevance.gradcheck_wanted and ("gradcheck" in chunk or "opcheck" in chunk) \
+            and _GRADCHECK.search(chunk) is not None
+
+    return keep

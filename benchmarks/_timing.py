@@ -1,0 +1,73 @@
+"""Shared helpers: run commands alternately, report medians and ratios."""
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def tool(name: str) -> str:
+    """A console script of this environment (or on PATH)."""
+    candidate = BIN / name
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which(name)
+    if found is None:
+        raise SystemExit(f"{name} is not installed: pip install -e '.[dev]'")
+    return found
+
+
+def torch_tree() -> Path:
+    """The installed torch package's source tree, found without importing torch."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        raise SystemExit("torch is not installed: pip install -e '.[test]'")
+    return Path(spec.origin).parent
+
+
+def stdlib_tree() -> Path:
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def run_once(command: Sequence[str], cwd: Path | None = None) -> float:
+    # Bytecode caching on, as in any pip install (some shells disable it).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    start = time.perf_counter()
+    proc = subprocess.run(list(command), cwd=cwd, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, env={**env, "PYTHONWARNINGS": "ignore"})
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}): "
+                         f"{proc.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def compare(commands: dict[str, Sequence[str]], repeat: int, cwd: Path | None = None,
+            warmup: bool = True) -> dict[str, float]:
+    """Median wall time of each command; runs alternate within each round."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    if warmup:  # one untimed round: file caches warm for every tool alike
+        for command in commands.values():
+            run_once(command, cwd)
+    for _ in range(repeat):
+        for name, command in commands.items():
+            times[name].append(run_once(command, cwd))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def report(title: str, medians: dict[str, float], baseline: str) -> None:
+    print(f"\n{title}")
+    width = max(len(name) for name in medians)
+    for name, seconds in medians.items():
+        ratio = seconds / medians[baseline]
+        print(f"  {name:<{width}}  {seconds:7.3f} s   ratio vs {baseline}: {ratio:5.2f}")

@@ -1,0 +1,49 @@
+"""Whole-tree scans: autograd-lint (cold and warm cache) against ruff and flake8.
+
+    python benchmarks/bench_scan.py [--repeat 5] [--trees torch stdlib] [--with-flake8]
+
+Targets (2-core machines): cold autograd-lint / ruff --select E9 <= 1.0 on the
+torch tree and on the standard library. flake8 --select B is slow on big trees,
+so it runs only with --with-flake8.
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from _timing import compare, report, stdlib_tree, tool, torch_tree
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--trees", nargs="+", default=["torch", "stdlib"])
+    parser.add_argument("--with-flake8", action="store_true")
+    args = parser.parse_args()
+    trees = {"torch": torch_tree, "stdlib": stdlib_tree}
+    lint, ruff, flake8 = tool("autograd-lint"), tool("ruff"), tool("flake8")
+    for name in args.trees:
+        tree = str(trees[name]() if name in trees else Path(name))
+        with tempfile.TemporaryDirectory() as workdir:
+            cold = {
+                "autograd-lint (cold)": [lint, "check", tree, "--isolated", "-q", "--no-cache"],
+                "ruff --select E9": [ruff, "check", "--select", "E9", "--isolated",
+                                     "--no-cache", "-q", tree],
+                "ruff (default rules)": [ruff, "check", "--isolated", "--no-cache", "-q", tree],
+            }
+            if args.with_flake8:
+                cold["flake8 --select B"] = [flake8, "--select", "B", "--jobs", "auto", tree]
+            report(f"{name} tree, cold ({tree})",
+                   compare(cold, args.repeat, Path(workdir)), "ruff --select E9")
+            warm = {  # the cache lives in the working directory of the run
+                "autograd-lint (warm cache)": [lint, "check", tree, "--isolated", "-q"],
+                "ruff --select E9 (warm cache)": [ruff, "check", "--select", "E9",
+                                                  "--isolated", "-q", tree],
+            }
+            report(f"{name} tree, warm cache",
+                   compare(warm, args.repeat, Path(workdir)), "ruff --select E9 (warm cache)")
+
+
+if __name__ == "__main__":
+    main()

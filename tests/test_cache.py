@@ -1,0 +1,138 @@
+"""The on-disk cache: reused while nothing that matters changed, never stale,
+never in the way (damaged or unwritable caches are ignored)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autograd_lint import engine
+from autograd_lint.cache import CACHE_DIR
+from autograd_lint.cli import main
+
+from .helpers import leaky_function
+
+LEAKY = "import torch\n\n\n" + leaky_function()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[tool.autograd-lint]\n")
+    (tmp_path / "ops.py").write_text(LEAKY)
+    (tmp_path / "helpers.py").write_text("def add(a, b):\n    return a + b\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def check(capsys: pytest.CaptureFixture[str], *args: str) -> list[tuple[str, int, str]]:
+    code = main(["check", ".", "--format", "json", *args])
+    rows = [(Path(f["path"]).name, f["line"], f["code"])
+            for f in json.loads(capsys.readouterr().out)]
+    assert code == (1 if rows else 0)
+    return rows
+
+
+def forbid_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any real analysis fail: only a cached result can answer."""
+    def refuse(self, scans):
+        raise AssertionError("analysed although the cache had the answer")
+    monkeypatch.setattr(engine._Run, "_lint", refuse)
+
+
+def test_a_second_run_is_answered_from_the_cache(project: Path, capsys, monkeypatch) -> None:
+    first = check(capsys)
+    assert ("ops.py", 7, "AGF001") in first
+    assert (project / CACHE_DIR / ".gitignore").read_text().strip().endswith("*")
+    forbid_analysis(monkeypatch)
+    assert check(capsys) == first
+
+
+def test_editing_a_file_that_matters_invalidates(project: Path, capsys) -> None:
+    check(capsys)
+    (project / "ops.py").write_text(LEAKY.replace("ctx.x = x", "ctx.save_for_backward(x)"))
+    assert ("ops.py", 7, "AGF001") not in check(capsys)
+
+
+def test_editing_an_unrelated_file_keeps_the_result(project: Path, capsys, monkeypatch) -> None:
+    first = check(capsys)
+    (project / "helpers.py").write_text("def add(a, b):\n    return b + a\n")
+    forbid_analysis(monkeypatch)
+    assert check(capsys) == first
+
+
+def test_a_new_file_that_matters_invalidates(project: Path, capsys) -> None:
+    check(capsys)
+    (project / "more.py").write_text(LEAKY.replace("Leaky", "Leakier"))
+    assert ("more.py", 7, "AGF001") in check(capsys)
+
+
+def test_settings_are_part_of_the_key(project: Path, capsys) -> None:
+    assert ("ops.py", 7, "AGF001") in check(capsys)
+    assert check(capsys, "--ignore", "AGF001", "--ignore", "AGF301") == []
+    (project / "pyproject.toml").write_text('[tool.autograd-lint]\nignore = ["AGF301"]\n')
+    assert [row[2] for row in check(capsys)] == ["AGF001"]
+
+
+def test_no_cache_reads_and_writes_nothing(project: Path, capsys) -> None:
+    check(capsys, "--no-cache")
+    assert not (project / CACHE_DIR).exists()
+
+
+def test_damaged_caches_are_ignored(project: Path, capsys) -> None:
+    expected = check(capsys)
+    cache = project / CACHE_DIR
+    damages = [
+        ("result.json", "{not json"),
+        ("result.json", json.dumps({"key": None, "findings": [1, 2]})),
+        ("scans.json", json.dumps({"code": "x", "files": []})),
+        ("scans.json", "[]"),
+    ]
+    for name, text in damages:
+        (cache / name).write_text(text)
+        assert check(capsys) == expected, (name, text)
+    # A damaged entry under the right keys: read the file again.
+    scans = json.loads((cache / "scans.json").read_text())
+    for entry in scans["files"].values():
+        entry["scan"] = {"headers": 5}
+    (cache / "scans.json").write_text(json.dumps(scans))
+    result = json.loads((cache / "result.json").read_text())
+    result["findings"] = [{"path": 1}]
+    (cache / "result.json").write_text(json.dumps(result))
+    assert check(capsys) == expected
+
+
+def test_cache_dir_option_and_environment(project: Path, capsys, monkeypatch,
+                                          tmp_path_factory) -> None:
+    elsewhere = tmp_path_factory.mktemp("cache") / "nested"
+    check(capsys, "--cache-dir", str(elsewhere))
+    assert (elsewhere / "result.json").exists() and not (project / CACHE_DIR).exists()
+    from_env = tmp_path_factory.mktemp("env-cache")
+    monkeypatch.setenv("AUTOGRAD_LINT_CACHE_DIR", str(from_env))
+    check(capsys)
+    assert (from_env / "result.json").exists() and not (project / CACHE_DIR).exists()
+
+
+def test_an_unwritable_cache_dir_is_no_error(project: Path, capsys) -> None:
+    blocker = project / "blocker"
+    blocker.write_text("a file where a directory would go")
+    # Creating the directory fails even for the superuser.
+    assert ("ops.py", 7, "AGF001") in check(capsys, "--cache-dir", str(blocker / "cache"))
+
+
+def test_a_cache_path_that_is_a_file_is_no_error(project: Path, capsys) -> None:
+    (project / CACHE_DIR).write_text("not a directory")
+    assert ("ops.py", 7, "AGF001") in check(capsys)
+
+
+def test_relevance_is_reused_until_a_file_changes(project: Path, capsys, monkeypatch) -> None:
+    import autograd_lint.relevance as relevance
+
+    first = check(capsys)
+    judged = []
+    real_judge = relevance.judge
+    monkeypatch.setattr(relevance, "judge", lambda *a, **k: judged.append(1) or real_judge(*a, **k))
+    (project / "pyproject.toml").write_text('[tool.autograd-lint]\nignore = ["AGF008"]\n')
+    assert check(capsys) == first and judged == []  # new settings, same files: not judged
+    (project / "helpers.py").write_text("def add(a, b):\n    return b + a\n")
+    assert check(capsys) == first and judged == [1]
