@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .findings import Finding
+from .findings import Finding, Fix
 from .scan import FileScan
 
 CACHE_DIR = ".autograd_lint_cache"
@@ -61,7 +61,8 @@ def _finding(item: Any) -> Finding:
     if not isinstance(item, dict) or any(not isinstance(item.get(key), kind)
                                          for key, kind in _REQUIRED.items()):
         raise ValueError("malformed cached finding")
-    return Finding(**item)
+    fix = item.pop("fix", None)
+    return Finding(**item, fix=None if fix is None else Fix.from_json(fix))
 
 
 class Cache:

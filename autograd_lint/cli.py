@@ -65,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="lint files and directories",
                                 description="Lint Python files for autograd.Function bugs.")
     check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
-    check.add_argument("--format", choices=("text", "json"), default="text",
-                       help="output format (default: text)")
+    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
+                       help="output format: text, json, sarif (SARIF 2.1.0 for code "
+                            "scanning) or github (workflow annotations); default: text")
     check.add_argument("--select", type=_codes_arg, action="append", metavar="CODES",
                        help="rules to enable: codes, prefixes (AGF0) or ALL; replaces the default")
     check.add_argument("--extend-select", type=_codes_arg, action="append", metavar="CODES",
@@ -97,6 +98,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="worker processes for scanning (default: one per core)")
     check.add_argument("-q", "--quiet", action="store_true",
                        help="print findings only, no summary line")
+    check.add_argument("--exit-zero", action="store_true",
+                       help="exit 0 even when there are findings (2 still means an error)")
+    check.add_argument("--fix", action="store_true",
+                       help="apply safe fixes to the files, then report what remains")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="with --fix or --diff, apply unsafe fixes too")
+    check.add_argument("--diff", action="store_true",
+                       help="print the fixes as a unified diff instead of writing them "
+                            "(exit 1 when there is something to fix)")
+    check.add_argument("--baseline", metavar="FILE",
+                       help="report only findings not recorded in this baseline")
+    check.add_argument("--write-baseline", metavar="FILE",
+                       help="record the current findings in FILE and exit 0")
 
     rules = commands.add_parser("rules", help="list the rules")
     rules.add_argument("--format", choices=("text", "json"), default="text")
@@ -188,12 +202,20 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
     return inputs
 
 
+MAX_FIX_ROUNDS = 10  # fixes that overlap go in over several rounds
+
+
 def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
               keep: list[object] | None = None) -> int:
     from .engine import lint_inputs
-    from .output import render_statistics, render_text, statistics, summary_line
+    from .lines import SourceLines
+    from .output import fix_hint, render_statistics, render_text, statistics, summary_line
 
     plan = _Plan(args)
+    if args.baseline:
+        from .baseline import read_baseline
+
+        read_baseline(args.baseline)  # a bad baseline fails before the run, not after
     inputs = _collect_inputs(args, plan)
     paths = args.paths or ["."]
     scan_tree = any(os.path.isdir(p) for p in paths)
@@ -209,8 +231,47 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
         gc.disable()  # the process ends right after: no collection is worth it
     result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=not args.no_prefilter,
                          jobs=args.jobs, cache=cache, keep=keep)
+    paths = {i.display: i.path for i in inputs}
+    if args.diff:
+        return _show_diff(args, result, paths, out, err)
+    fixed = 0
+    if args.fix:
+        from .fixes import plan_changes, write_atomically
+
+        for _ in range(MAX_FIX_ROUNDS):
+            changes = plan_changes(result.findings, unsafe=args.unsafe_fixes, paths=paths)
+            if not changes:
+                break
+            for change in changes:
+                write_atomically(change.path, change.encoded())
+                fixed += len(change.applied)
+            # Check again: what remains, and fixes that waited for an overlapping one.
+            result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=not args.no_prefilter,
+                                 jobs=args.jobs, cache=None, keep=keep)
     findings = result.findings
-    if args.format == "json":
+    lines = SourceLines(paths)
+    if args.write_baseline:
+        from .baseline import write_baseline
+
+        write_baseline(args.write_baseline, findings, lines)
+        for path, message in result.errors:
+            err.write(f"autograd-lint: error: {path}: {message}\n")
+        err.write(f"autograd-lint: wrote {len(findings)} finding"
+                  f"{'' if len(findings) == 1 else 's'} to {args.write_baseline}\n")
+        return EXIT_ERROR if result.errors else EXIT_CLEAN
+    if args.baseline:
+        from .baseline import new_findings
+
+        findings = new_findings(args.baseline, findings, lines)
+    if args.format == "sarif":
+        from .output import render_sarif
+
+        render_sarif(findings, lines, out)
+    elif args.format == "github":
+        from .output import render_github
+
+        render_github(findings, lines, out)
+    elif args.format == "json":
         import json
 
         if args.statistics:
@@ -223,12 +284,36 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
     else:
         render_text(findings, out)
         if not args.quiet:
-            out.write(summary_line(findings, result.files_checked) + "\n")
+            out.write(summary_line(findings, result.files_checked, fixed=fixed if args.fix
+                                   else None) + "\n")
+            hint = fix_hint(findings, unsafe=args.unsafe_fixes)
+            if hint:
+                out.write(hint + "\n")
     for path, message in result.errors:
         err.write(f"autograd-lint: error: {path}: {message}\n")
     if result.errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if findings else EXIT_CLEAN
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _show_diff(args: argparse.Namespace, result: object, paths: dict[str, str],
+               out: TextIO, err: TextIO) -> int:
+    """--diff: the first round of fixes as a unified diff; nothing is written."""
+    from .fixes import plan_changes, unified_diff
+
+    changes = plan_changes(result.findings, unsafe=args.unsafe_fixes,  # type: ignore[attr-defined]
+                           paths=paths)
+    for change in changes:
+        out.write(unified_diff(change))
+    count = sum(len(change.applied) for change in changes)
+    for path, message in result.errors:  # type: ignore[attr-defined]
+        err.write(f"autograd-lint: error: {path}: {message}\n")
+    if not args.quiet:
+        err.write(f"Would fix {count} finding{'' if count == 1 else 's'}.\n" if count
+                  else "No fixes available.\n")
+    if result.errors:  # type: ignore[attr-defined]
+        return EXIT_ERROR
+    return EXIT_FINDINGS if count and not args.exit_zero else EXIT_CLEAN
 
 
 # ---------------------------------------------------------------------------

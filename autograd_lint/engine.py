@@ -508,14 +508,25 @@ def _broken_files(paths: list[str]) -> set[str]:
 
 
 def lint_source(source: str | bytes, path: str = "<string>",
-                codes: Iterable[str] | None = None) -> list[Finding]:
-    """Check one module given as text (tests, editors, flake8/pylint adapters)."""
+                codes: Iterable[str] | None = None, *, tree: ast.Module | None = None,
+                module_name: tuple[str, bool] | None = None) -> list[Finding]:
+    """Check one module given as text (tests, editors, flake8/pylint adapters).
+
+    tree: the module's syntax tree when the caller already parsed `source`
+    (flake8 hands one over). module_name: (dotted name, is a package) when the
+    caller knows it better than the file's location does (pylint does)."""
     enabled = frozenset(codes) if codes is not None else default_codes()
-    text, tree, syntax = parse_text(path, source)
-    if syntax is not None:
-        return [syntax] if "AGF000" in enabled else []
-    assert tree is not None
-    module = _module(path, path, tree, text)
+    if tree is None:
+        text, tree, syntax = parse_text(path, source)
+        if syntax is not None:
+            return [syntax] if "AGF000" in enabled else []
+    else:
+        text = source if isinstance(source, str) else decode_source(source)
+    assert tree is not None and text is not None
+    if module_name is not None:
+        module = build_module(path, module_name[0], module_name[1], tree, text)
+    else:
+        module = _module(path, path, tree, text)
     findings = check_module(module, Project([module]), enabled)
     return sort_findings(filter_findings(findings, text))
 

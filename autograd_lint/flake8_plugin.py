@@ -4,7 +4,9 @@ Registered as a `flake8.extension` entry point with the prefix `AGF`. flake8
 hands over the tree it parsed, so nothing is parsed twice. A file is checked
 on its own (flake8 works file by file): project-level AGF301 never runs here,
 and a Function imported from another file is not resolved. Info rules are off
-unless selected (`extend-select = AGF202`), through flake8's default ignore list.
+unless selected, through flake8's default ignore list; as for any flake8
+default ignore, an explicit `--select AGF` selects them too (use
+`--select AGF0,AGF1,AGF2` or `extend-ignore = AGF202,AGF3` to keep them off).
 """
 from __future__ import annotations
 
@@ -13,9 +15,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import __version__
+from .registry import all_rules
 
-# Off unless selected, like in the CLI.
-DEFAULT_IGNORED = ("AGF202", "AGF302", "AGF303")
+# Off unless selected, like in the CLI (info rules).
+DEFAULT_IGNORED = tuple(rule.code for rule in all_rules() if not rule.default)
+# flake8 reports syntax errors itself (E999); AGF301 needs a whole tree.
+SINGLE_FILE_EXCLUDED = ("AGF000", "AGF301")
 
 
 class Flake8Checker:
@@ -36,20 +41,13 @@ class Flake8Checker:
         source = "".join(self.lines) if self.lines is not None else None
         if source is not None and "Function" not in source:
             return  # no Function can be defined here (aliases name it too)
-        from .engine import check_module
-        from .model import build_module, module_name_for
-        from .noqa import filter_findings
-        from .project import Project
+        from .engine import lint_source
         from .registry import RULES
 
         if source is None:
             source = ast.unparse(self.tree)
-        name, is_package = module_name_for(self.filename) if self.filename.endswith(".py") \
-            else ("__main__", False)
-        module = build_module(self.filename, name, is_package, self.tree, source)
-        codes = frozenset(code for code in RULES if code not in ("AGF000", "AGF301"))
-        # flake8 applies its own line suppressions; ours adds the file-level form.
-        findings = filter_findings(check_module(module, Project([module]), codes), source)
-        for finding in findings:
+        codes = frozenset(code for code in RULES if code not in SINGLE_FILE_EXCLUDED)
+        # flake8 applies its own line suppressions; lint_source adds the file-level form.
+        for finding in lint_source(source, self.filename, codes, tree=self.tree):
             yield (finding.line, finding.column, f"{finding.code} {finding.message}",
                    type(self))

@@ -13,6 +13,20 @@ WARNING = "warning"
 INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)
 
+# Where the rule pages (docs/rules/CODE.md) are published; SARIF and editors link here.
+DOCS_URL = "https://github.com/autograd-lint/autograd-lint/blob/main/docs"
+
+# Rules with an automatic fix, and whether it is safe (`--fix`) or unsafe
+# (`--unsafe-fixes`); the checkers build the edits (autograd_lint/fixes.py).
+FIX_SAFETY: dict[str, str] = {
+    "AGF006": "unsafe",
+    "AGF008": "safe",
+    "AGF101": "unsafe",
+    "AGF103": "safe",
+    "AGF105": "safe",
+    "AGF213": "safe",
+}
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -26,6 +40,15 @@ class Rule:
 
     def format(self, **fields: object) -> str:
         return self.message.format(**fields)
+
+    @property
+    def url(self) -> str:
+        return f"{DOCS_URL}/rules/{self.code}.md"
+
+    @property
+    def fix(self) -> str | None:
+        """'safe', 'unsafe', or None when the rule has no automatic fix."""
+        return FIX_SAFETY.get(self.code)
 
 
 _RULES: tuple[Rule, ...] = (

@@ -11,6 +11,7 @@ import ast
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.interpreter import Return, constant_index
 from autograd_lint.analysis.values import Kind, Value
+from autograd_lint.fixes import append_none_gradients
 from autograd_lint.project import FunctionClass, Method
 
 from .base import Checker, nodes_with_ctx, plural
@@ -72,8 +73,14 @@ class ArityChecker(Checker):
         expected = plural(declared, "input") + (f" ({names})" if names else "")
         if varargs:
             expected = f"at least {plural(required, 'input')}"
+        autofix = None
+        if count < declared and not varargs and isinstance(node, ast.Return) and \
+                node.value is not None and ret is not None:
+            is_tuple = isinstance(node.value, ast.Tuple)
+            if is_tuple or ret.value.elems is None:  # not a name holding a tuple
+                autofix = append_none_gradients(node.value, declared - count, is_tuple=is_tuple)
         self.reporter.add("AGF101", node, function=fn.name, method=method.name, got=got,
-                          expected=expected, detail=detail)
+                          expected=expected, detail=detail, autofix=autofix)
 
     # -- AGF102 ----------------------------------------------------------------
     def agf102_grad_output_arity(self, fn: FunctionClass, facts: FunctionFacts,

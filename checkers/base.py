@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from autograd_lint.analysis.function_facts import FunctionFacts
-from autograd_lint.findings import Finding
+from autograd_lint.findings import Finding, Fix
 from autograd_lint.model import ModuleInfo
 from autograd_lint.project import FunctionClass, Project
 from autograd_lint.registry import RULES, family_codes
@@ -24,7 +24,8 @@ class Reporter:
         return code in self.enabled_codes
 
     def add(self, code: str, node: ast.AST, *, function: str | None = None,
-            severity: str | None = None, **fields: object) -> None:
+            severity: str | None = None, autofix: Fix | None = None,
+            **fields: object) -> None:
         if code not in self.enabled_codes:
             return
         rule = RULES[code]
@@ -40,6 +41,7 @@ class Reporter:
             severity=severity or rule.severity,
             message=rule.format(**fields),
             function=function,
+            fix=autofix,
         ))
 
 

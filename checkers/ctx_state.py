@@ -7,6 +7,7 @@ import ast
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.interpreter import Compute, CtxCall, CtxEscape, CtxRead, CtxStore
 from autograd_lint.analysis.values import Kind, Value
+from autograd_lint.fixes import data_read_to_detach, rename_attribute
 from autograd_lint.project import FunctionClass
 from autograd_lint.registry import ERROR, WARNING
 
@@ -108,6 +109,7 @@ class CtxStateChecker(Checker):
                 continue
             ctx = fn.ctx_name(method)
             writes = _data_writes(method.node)
+            mutated = _mutated_through(method.node)
             for node in ast.walk(method.node):
                 if not (isinstance(node, ast.Attribute) and node.attr == "data"):
                     continue
@@ -115,12 +117,17 @@ class CtxStateChecker(Checker):
                                                          node.value.id in _CTX_LIKE_NAMES):
                     continue
                 base = source_text(node.value)
+                autofix = None
                 if isinstance(node.ctx, ast.Store) or id(node) in writes:
                     access = "write"
                     fix = f"change `{base}` itself inside a `torch.no_grad()` block instead"
                 else:
                     access, fix = "read", f"use `{base}.detach()` instead"
-                self.reporter.add("AGF008", node, function=fn.name, access=access, fix=fix)
+                    # An in-place change through `x.data[i]` would start bumping
+                    # x's version counter once detached: not a safe rewrite.
+                    autofix = None if id(node) in mutated else data_read_to_detach(node)
+                self.reporter.add("AGF008", node, function=fn.name, access=access, fix=fix,
+                                  autofix=autofix)
 
 
     # -- AGF109 ----------------------------------------------------------------
@@ -200,8 +207,10 @@ class CtxStateChecker(Checker):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                     node.value.id == ctx and node.attr in _DEPRECATED:
                 detail, fix = _DEPRECATED[node.attr]
+                autofix = rename_attribute(node, "saved_tensors") \
+                    if node.attr == "saved_variables" else None
                 self.reporter.add("AGF213", node, function=fn.name, attr=node.attr,
-                                  detail=detail, fix=fix)
+                                  detail=detail, fix=fix, autofix=autofix)
 
     # -- AGF215 ----------------------------------------------------------------
     def agf215_saved_output_view(self, fn: FunctionClass, facts: FunctionFacts,
@@ -257,6 +266,33 @@ def _data_writes(method: ast.AST) -> set[int]:
                 if isinstance(target, ast.Subscript):
                     writes.add(id(target.value))
     return writes
+
+
+def _mutated_through(method: ast.AST) -> set[int]:
+    """Nodes that an in-place change reaches through (`a.b[i].add_()`,
+    `a.b[i] = v`, `out=a.b`): the targets and every object they are reached from."""
+    targets: list[ast.expr] = []
+    for node in ast.walk(method):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_"):
+                targets.append(node.func.value)
+            targets.extend(kw.value for kw in node.keywords if kw.arg == "out")
+        elif isinstance(node, (ast.Subscript, ast.Attribute)) and \
+                isinstance(node.ctx, (ast.Store, ast.Del)):
+            targets.append(node.value)
+        elif isinstance(node, ast.AugAssign):
+            targets.append(node.target)
+    reached: set[int] = set()
+    for target in targets:
+        while True:
+            reached.add(id(target))
+            if isinstance(target, (ast.Subscript, ast.Attribute)):
+                target = target.value
+            elif isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute):
+                target = target.func.value
+            else:
+                break
+    return reached
 
 
 def _endpoint(value: Value, node: ast.expr | None, facts: FunctionFacts,

@@ -13,6 +13,7 @@ import ast
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.interpreter import CtxCall, MethodFacts, Mutation
 from autograd_lint.analysis.values import Kind
+from autograd_lint.fixes import clone_gradient
 from autograd_lint.project import FunctionClass
 
 from .base import Checker, source_text
@@ -63,8 +64,13 @@ class InplaceChecker(Checker):
         root = roots[0]
         target = source_text(mutation.target)
         via = "" if _base_name(mutation.target) == root else f" (which `{target}` may alias)"
+        backward = fn.own.get("backward")
+        autofix = None
+        if backward is not None and backward.node is not None and \
+                root in (a.arg for a in backward.params[1:]):
+            autofix = clone_gradient(backward.node, root)
         self.reporter.add("AGF006", mutation.node, function=fn.name, how=mutation.how,
-                          target=target, root=root, via=via)
+                          target=target, root=root, via=via, autofix=autofix)
 
     # -- AGF007 ----------------------------------------------------------------
     def agf007_input_inplace_without_mark_dirty(self, fn: FunctionClass, facts: FunctionFacts,

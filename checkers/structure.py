@@ -10,6 +10,7 @@ import ast
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.torch_api import SPECIAL_METHODS
 from autograd_lint.analysis.values import Kind
+from autograd_lint.fixes import add_staticmethod
 from autograd_lint.project import CTX_PARAM_NAMES, FunctionClass, Method
 
 from .base import Checker, plural, source_text
@@ -34,7 +35,9 @@ class StructureChecker(Checker):
     def agf103_not_staticmethod(self, fn: FunctionClass, method: Method) -> None:
         if method.is_static or method.is_classmethod:
             return
-        self.reporter.add("AGF103", method.node, function=fn.name, method=method.name)  # type: ignore[arg-type]
+        assert method.node is not None
+        self.reporter.add("AGF103", method.node, function=fn.name, method=method.name,
+                          autofix=add_staticmethod(method.node))
 
     # -- AGF104 ----------------------------------------------------------------
     def agf104_ctx_signature_mismatch(self, fn: FunctionClass) -> None:

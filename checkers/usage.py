@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
+from autograd_lint.fixes import instance_call_to_apply
 from autograd_lint.model import FunctionNode, ModuleInfo, Scope
 from autograd_lint.project import FunctionClass, Project
 
@@ -152,8 +153,9 @@ class UsageChecker(Checker):
 
     def check_module(self, module: ModuleInfo) -> None:
         if self.enabled("AGF105") and (module.reach is None or module.reach):
+            called = _CalledAtOnce(module.tree)
             for call, site in CallSites(module, self.project, _names_used(module)):
-                self.agf105_function_instantiated(call, site)
+                self.agf105_function_instantiated(call, site, called)
         if self.enabled("AGF301") and self.project.scan_tree:
             exercised = gradchecked(self.project)
             for fn in self.project.functions_in(module):
@@ -163,10 +165,13 @@ class UsageChecker(Checker):
         """Usage rules work per module (see check_module)."""
 
     # -- AGF105 ----------------------------------------------------------------
-    def agf105_function_instantiated(self, call: ast.Call, site: Site) -> None:
+    def agf105_function_instantiated(self, call: ast.Call, site: Site,
+                                     called_at_once: _CalledAtOnce) -> None:
         target = function_of(self.project, site.scope, call.func)
         if target is not None:
+            autofix = instance_call_to_apply(call) if called_at_once.contains(call) else None
             self.reporter.add("AGF105", call, function=target.name, name=target.name,
+                              autofix=autofix,
                               what=f"`{source_text(call.func)}(...)` instantiates a Function,",
                               why="which is the legacy API (deprecated; calling the instance "
                                   "raises)")
@@ -215,6 +220,21 @@ def gradchecked(project: Project) -> set[str]:
 
 
 _GRADCHECK_WORDS = ("gradcheck", "opcheck")
+
+
+class _CalledAtOnce:
+    """Calls whose result is called right away (`Fn()` in `Fn()(x)`), found
+    on first use: most modules never ask."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self._ids: set[int] | None = None
+
+    def contains(self, call: ast.Call) -> bool:
+        if self._ids is None:
+            self._ids = {id(node.func) for node in ast.walk(self.tree)
+                         if isinstance(node, ast.Call) and isinstance(node.func, ast.Call)}
+        return id(call) in self._ids
 
 
 def _names_used(module: ModuleInfo) -> tuple[str, ...] | None:

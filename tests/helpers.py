@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import textwrap
 from collections import Counter
 from collections.abc import Iterable
@@ -12,6 +13,17 @@ from autograd_lint.findings import Finding
 from autograd_lint.registry import RULES, default_codes
 
 FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def clean_copy(destination: Path) -> None:
+    """The sources alone: a stale build/ in the checkout must not leak in."""
+    for name in ("pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, destination / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("autograd_lint", "checkers", "docs"):
+        shutil.copytree(ROOT / name, destination / name, ignore=ignore)
 _EXPECT = re.compile(r"#\s*expect:\s*(AG[FD]\d{3}(?:\s*,\s*AG[FD]\d{3})*)")
 _ALSO = re.compile(r"#\s*also-score:\s*(AG[FD]\d{3}(?:\s*,\s*AG[FD]\d{3})*)")
 ALL_CODES = frozenset(RULES)

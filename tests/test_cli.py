@@ -74,7 +74,8 @@ def test_text_output_lines_and_summary(tree: Path, capsys) -> None:
     lines = out.splitlines()
     assert lines[0].startswith("pkg/leaky.py:7:9: AGF001 [ctx-tensor-attribute] `ctx.y`")
     assert any(line.startswith("pkg/leaky.py:8:34: AGF002 [save-non-tensor]") for line in lines)
-    assert lines[-1] == "Found 4 findings (2 errors, 2 warnings) in 1 file."
+    assert lines[-2] == "Found 4 findings (2 errors, 2 warnings) in 1 file."
+    assert lines[-1] == "[*] 1 fixable with `--fix` (1 more with `--fix --unsafe-fixes`)."
 
 
 def test_clean_file_exits_zero(tree: Path, capsys) -> None:
@@ -107,7 +108,7 @@ def test_json_output_schema(tree: Path, capsys) -> None:
     assert code == 1 and len(findings) == 4
     first = findings[0]
     assert list(first) == ["path", "line", "column", "end_line", "end_column", "code", "name",
-                           "severity", "message", "function"]
+                           "severity", "message", "function", "fix"]
     assert (first["line"], first["column"], first["code"]) == (7, 8, "AGF001")
     assert first["end_line"] == 7 and first["end_column"] == len("        ctx.y = x.exp()")
     assert first["function"] == "Leaky" and first["severity"] == "warning"
@@ -273,7 +274,7 @@ def test_the_console_command_exits_with_the_status_and_all_output(tree: Path) ->
     proc = subprocess.run([sys.executable, "-m", "autograd_lint", "check", "pkg", "--no-cache"],
                           capture_output=True, text=True, cwd=tree)
     assert proc.returncode == 1
-    assert proc.stdout.rstrip().endswith("in 2 files.") and "AGF001" in proc.stdout
+    assert "in 2 files.\n[*] 1 fixable" in proc.stdout and "AGF001" in proc.stdout
     piped = subprocess.run(f"{sys.executable} -m autograd_lint check pkg --no-cache | head -1",
                            shell=True, capture_output=True, text=True, cwd=tree)
     assert piped.stdout.count("\n") == 1 and "Traceback" not in piped.stderr

@@ -15,7 +15,7 @@ PROJECT_RULES = {"AGF301"}  # reported in tree scans only
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SECTIONS = ["## What it does", "## Why is this bad", "## Example", "## Use instead",
-            "## Notes", "## References"]
+            "## Fix safety", "## Notes", "## References"]
 
 
 def page(code: str) -> str:
@@ -36,6 +36,17 @@ def test_page_layout(code: str) -> None:
     positions = [text.find(s + "\n") for s in SECTIONS]
     assert all(p > 0 for p in positions), f"{code}: missing a section"
     assert positions == sorted(positions), f"{code}: sections out of order"
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_fix_safety_section_matches_the_registry(code: str) -> None:
+    section = page(code).split("## Fix safety\n", 1)[1].split("\n## ", 1)[0].strip()
+    fix = RULES[code].fix
+    if fix is None:
+        assert section.startswith("This rule has no automatic fix")
+    else:
+        flag = "--fix" if fix == "safe" else "--unsafe-fixes"
+        assert section.startswith(f"{fix.capitalize()} (`{flag}`)")
 
 
 def run_example(code: str, section: str, tmp_path: Path) -> list:

@@ -4,23 +4,12 @@ when installed on its own."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def clean_copy(destination: Path) -> None:
-    """The sources alone: a stale build/ in the checkout must not leak in."""
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        if (ROOT / name).exists():
-            shutil.copy2(ROOT / name, destination / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("autograd_lint", "checkers", "docs"):
-        shutil.copytree(ROOT / name, destination / name, ignore=ignore)
+from .helpers import ROOT, clean_copy
 
 
 def test_wheel_layout_and_installed_behaviour(tmp_path: Path) -> None:

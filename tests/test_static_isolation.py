@@ -55,17 +55,22 @@ def victim(tmp_path: Path) -> tuple[Path, Path]:
     return package, marker
 
 
-ENTRY_POINTS = {  # every way users run the static checker
-    "cli": ["-m", "autograd_lint", "check"],
-    "flake8": ["-m", "flake8", "--select", "AGF"],
+# Every way users run the static checker: (command, exit status, text of the finding).
+ENTRY_POINTS = {
+    "cli": (["-m", "autograd_lint", "check"], 1, "AGF001"),
+    "flake8": (["-m", "flake8", "--select", "AGF"], 1, "AGF001"),
+    # pylint's exit status is a bit mask: 2 = an error message was issued.
+    "pylint": (["-m", "pylint", "--load-plugins=autograd_lint.pylint_plugin", "--disable=all",
+                "--enable=ctx-tensor-attribute"], 2, "(ctx-tensor-attribute)"),
 }
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
 def test_checked_code_is_never_executed(victim: tuple[Path, Path], entry: str) -> None:
     package, marker = victim
-    proc = _run([*ENTRY_POINTS[entry], str(package)], package.parent)
-    assert proc.returncode == 1 and "AGF001" in proc.stdout, proc.stdout + proc.stderr
+    command, status, expected = ENTRY_POINTS[entry]
+    proc = _run([*command, str(package)], package.parent)
+    assert proc.returncode == status and expected in proc.stdout, proc.stdout + proc.stderr
     assert not marker.exists()
 
 

@@ -1,0 +1,277 @@
+"""Automatic fixes: how rules build them, and how they are applied to text.
+
+Rules attach a `Fix` to a finding while they still hold the syntax tree
+(`Reporter.add(..., autofix=...)`); the builders below turn AST nodes into
+edits. `apply_fixes` applies a file's fixes to its text: edits that overlap an
+edit already taken wait for the next round (the CLI re-checks and repeats, as
+ruff does), and the result must still parse or nothing is changed.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .findings import SAFE, UNSAFE, Edit, Finding, Fix
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+# ---------------------------------------------------------------------------
+# Builders, one per kind of fix
+# ---------------------------------------------------------------------------
+def add_staticmethod(method: ast.FunctionDef | ast.AsyncFunctionDef) -> Fix:
+    """AGF103: `@staticmethod` above the method's first decorator (or its def)."""
+    # Decorators start at the def's own indentation.
+    line = method.decorator_list[0].lineno if method.decorator_list else method.lineno
+    return Fix("Add `@staticmethod`", SAFE,
+               (Edit.insert(line, method.col_offset, "@staticmethod\n"),))
+
+
+def instance_call_to_apply(instantiation: ast.Call) -> Fix | None:
+    """AGF105: `MyFn()(x)` -> `MyFn.apply(x)`; only an argument-less instantiation
+    that is called at once (anything else may rely on the instance)."""
+    if instantiation.args or instantiation.keywords or instantiation.end_lineno is None:
+        return None
+    func = instantiation.func
+    if func.end_lineno is None or func.end_col_offset is None:
+        return None
+    edit = Edit(func.end_lineno, func.end_col_offset, instantiation.end_lineno,
+                instantiation.end_col_offset or 0, ".apply")
+    return Fix("Call `.apply(...)` instead of instantiating the Function", SAFE, (edit,))
+
+
+def data_read_to_detach(attribute: ast.Attribute) -> Fix | None:
+    """AGF008: a read of `x.data` -> `x.detach()` (same values, no autograd history,
+    and in-place changes through it stay visible to the version counter)."""
+    value = attribute.value
+    if value.end_lineno is None or value.end_col_offset is None or attribute.end_lineno is None:
+        return None
+    edit = Edit(value.end_lineno, value.end_col_offset, attribute.end_lineno,
+                attribute.end_col_offset or 0, ".detach()")
+    return Fix("Replace `.data` with `.detach()`", SAFE, (edit,))
+
+
+def rename_attribute(attribute: ast.Attribute, new_name: str) -> Fix | None:
+    """AGF213: `ctx.saved_variables` -> `ctx.saved_tensors` (an alias of it)."""
+    if attribute.end_lineno is None or attribute.end_col_offset is None:
+        return None
+    start = attribute.end_col_offset - len(attribute.attr.encode())
+    edit = Edit(attribute.end_lineno, start, attribute.end_lineno, attribute.end_col_offset,
+                new_name)
+    return Fix(f"Use `{new_name}`", SAFE, (edit,))
+
+
+def append_none_gradients(returned: ast.expr, missing: int, *, is_tuple: bool) -> Fix | None:
+    """AGF101: `return ga, gb` -> `return ga, gb, None`. Unsafe: the missing
+    gradients may belong to inputs that need one."""
+    if missing <= 0:
+        return None
+    if is_tuple:
+        if not isinstance(returned, ast.Tuple) or not returned.elts:
+            return None
+        last: ast.expr = returned.elts[-1]
+    else:
+        last = returned
+    if last.end_lineno is None or last.end_col_offset is None:
+        return None
+    nones = ", ".join(["None"] * missing)
+    text = f", {nones}"
+    if not is_tuple and _needs_parentheses(returned):
+        return None
+    edit = Edit.insert(last.end_lineno, last.end_col_offset, text)
+    return Fix(f"Return `None` for the {missing} missing gradient"
+               f"{'' if missing == 1 else 's'}", UNSAFE, (edit,))
+
+
+def clone_gradient(method: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> Fix | None:
+    """AGF006: `name = name.clone()` as backward's first statement. Unsafe: it
+    costs a copy, and code that relied on the shared buffer sees a new one."""
+    body = method.body
+    first = body[0]
+    if _is_docstring(first) and len(body) > 1:
+        first = body[1]
+    if first.lineno == method.lineno or _is_docstring(first):
+        return None  # a one-line def, or nothing to insert before
+    edit = Edit.insert(first.lineno, first.col_offset, f"{name} = {name}.clone()\n")
+    return Fix(f"Clone `{name}` before changing it", UNSAFE, (edit,))
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and \
+        isinstance(node.value.value, str)
+
+
+def _needs_parentheses(node: ast.expr) -> bool:
+    """`return a if c else b` + `, None` would bind differently."""
+    return isinstance(node, (ast.IfExp, ast.Lambda, ast.NamedExpr, ast.Yield, ast.YieldFrom,
+                             ast.Starred))
+
+
+# ---------------------------------------------------------------------------
+# Applying
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FixResult:
+    text: str
+    applied: list[Finding]  # the findings whose fixes went in
+
+
+def fixable(findings: Iterable[Finding], *, unsafe: bool) -> list[Finding]:
+    """The findings whose fix the run may apply."""
+    return [f for f in findings if f.fix is not None and (f.fix.safe or unsafe)]
+
+
+def apply_fixes(text: str, findings: list[Finding]) -> FixResult:
+    """Apply as many of the findings' fixes as do not overlap, in one pass.
+
+    Returns the text unchanged (and nothing applied) when the result would not
+    parse: a fix must never turn a working file into a broken one.
+    """
+    lines = _Lines(text)
+    chosen: list[tuple[int, int, str]] = []
+    applied: list[Finding] = []
+    taken: list[tuple[int, int]] = []
+    seen_edits: set[tuple[int, int, str]] = set()
+    for finding in sorted(findings, key=lambda f: f.sort_key):
+        assert finding.fix is not None
+        spans = []
+        try:
+            for edit in finding.fix.edits:
+                start = lines.offset(edit.line, edit.column)
+                end = lines.offset(edit.end_line, edit.end_column)
+                spans.append((start, end, lines.indent(edit.text, edit.line)))
+        except IndexError:
+            continue  # positions from another version of the file
+        fresh = [span for span in spans if span not in seen_edits]
+        if any(_overlaps(span, taken) for span in fresh):
+            continue  # next round
+        for span in fresh:
+            seen_edits.add(span)
+            taken.append((span[0], span[1]))
+            chosen.append(span)
+        applied.append(finding)
+    if not chosen:
+        return FixResult(text, [])
+    new_text = text
+    for start, end, replacement in sorted(chosen, key=lambda s: (s[0], s[1]), reverse=True):
+        new_text = new_text[:start] + replacement + new_text[end:]
+    try:
+        ast.parse(new_text)
+    except (SyntaxError, ValueError):
+        return FixResult(text, [])
+    return FixResult(new_text, applied)
+
+
+def _overlaps(span: tuple[int, int, str], taken: list[tuple[int, int]]) -> bool:
+    start, end, _ = span
+    for other_start, other_end in taken:
+        if start < other_end and other_start < end:
+            return True
+        if start == end == other_start == other_end:
+            return True  # two insertions at one place: order would be a guess
+        if start == end and other_start < start < other_end:
+            return True
+    return False
+
+
+class _Lines:
+    """Maps `ast` positions (1-based line, UTF-8 byte column) to text offsets."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+        self.newline = m.group() if (m := _LINE_BREAK.search(text)) else "\n"
+
+    def line_text(self, line: int) -> str:
+        start = self.starts[line - 1]
+        end = self.starts[line] if line < len(self.starts) else len(self.text)
+        return self.text[start:end]
+
+    def offset(self, line: int, column: int) -> int:
+        if line < 1 or line > len(self.starts):
+            raise IndexError(line)
+        content = self.line_text(line).encode("utf-8")
+        if column > len(content):
+            raise IndexError(column)
+        return self.starts[line - 1] + len(content[:column].decode("utf-8", errors="ignore"))
+
+    def indent(self, text: str, line: int) -> str:
+        """New lines in `text` take the file's newline and `line`'s indentation."""
+        if "\n" not in text:
+            return text
+        current = self.line_text(line)
+        indentation = current[: len(current) - len(current.lstrip(" \t"))]
+        return text.replace("\n", self.newline + indentation)
+
+
+# ---------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FileChange:
+    path: str  # on disk
+    display: str
+    before: str
+    after: str
+    applied: list[Finding]
+    bom: bool
+
+    def encoded(self) -> bytes:
+        return ("\ufeff" if self.bom else "").encode() + self.after.encode("utf-8")
+
+
+def plan_changes(findings: list[Finding], *, unsafe: bool,
+                 paths: dict[str, str] | None = None) -> list[FileChange]:
+    """One round of fixes over the files the findings are in. Files that are
+    not UTF-8 are left alone (rewriting them could change their bytes)."""
+    paths = paths or {}
+    groups: dict[str, list[Finding]] = {}
+    for finding in fixable(findings, unsafe=unsafe):
+        groups.setdefault(finding.path, []).append(finding)
+    changes = []
+    for display, group in groups.items():
+        path = paths.get(display, display)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+            bom = data.startswith(b"\xef\xbb\xbf")
+            text = data[3 if bom else 0:].decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        result = apply_fixes(text, group)
+        if result.applied:
+            changes.append(FileChange(path, display, text, result.text, result.applied, bom))
+    return changes
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Replace the file in one step (a crash leaves the old or the new file,
+    never half of one), keeping its permissions."""
+    import os
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".autograd-lint-", suffix=".tmp",
+                                         dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, os.stat(path).st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def unified_diff(change: FileChange) -> str:
+    import difflib
+
+    lines = difflib.unified_diff(
+        change.before.splitlines(keepends=True), change.after.splitlines(keepends=True),
+        fromfile=f"a/{change.display}", tofile=f"b/{change.display}")
+    return "".join(line if line.endswith(("\n", "\r")) else
+                   line + "\n\\ No newline at end of file\n" for line in lines)

@@ -1,0 +1,149 @@
+"""pylint plugin: `load-plugins=autograd_lint.pylint_plugin`.
+
+Message symbols are the rule names (`ctx-tensor-attribute`), so
+`--disable=ctx-tensor-attribute` and `# pylint: disable=...` work as for any
+pylint message. Message ids are in pylint's range for external checkers
+(checker ids 51-99): one checker per hundred of our codes, the id built from
+the code, so it never changes when rules are added:
+
+    AGF0xx -> x71xx    AGF1xx -> x72xx    AGF2xx -> x73xx    AGF3xx -> x74xx
+
+with the letter from the severity (E error, W warning, C info). AGF001 is
+E7101, AGF103 W7203. pylint reports syntax errors itself (AGF000 is not
+repeated) and lints file by file, so project-level AGF301 does not run here.
+Info rules are disabled until enabled (`--enable=builtin-reimplementation`).
+
+The rules are not written twice: each module's source (astroid keeps it) goes
+through the same engine as the command line, once per module for all four
+checkers.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylint.checkers import BaseChecker
+from pylint.constants import WarningScope
+
+from .findings import Finding
+from .registry import Rule, all_rules
+
+if TYPE_CHECKING:
+    from astroid import nodes
+    from pylint.lint import PyLinter
+
+_LETTER = {"error": "E", "warning": "W", "info": "C"}
+_CHECKER_ID = {"0": "71", "1": "72", "2": "73", "3": "74"}
+NOT_IN_PYLINT = ("AGF000", "AGF301")
+
+
+def message_id(rule: Rule) -> str:
+    """`AGF001` -> `E7101`."""
+    return f"{_LETTER[rule.severity]}{_CHECKER_ID[rule.code[3]]}{rule.code[4:]}"
+
+
+def _messages(block: str) -> dict[str, tuple[str, str, str, dict[str, Any]]]:
+    return {
+        message_id(rule): (
+            "%s",
+            rule.name,
+            f"{rule.summary} ({rule.code}; see `autograd-lint rule {rule.code}` or {rule.url})",
+            {"scope": WarningScope.LINE, "default_enabled": rule.default},
+        )
+        for rule in all_rules()
+        if rule.code.startswith(f"AGF{block}") and rule.code not in NOT_IN_PYLINT
+    }
+
+
+class ModuleFindings:
+    """The engine's findings for the module pylint is on, computed once and
+    shared by the checkers (each reports its own codes)."""
+
+    def __init__(self, linter: PyLinter) -> None:
+        self.linter = linter
+        self._module: nodes.Module | None = None
+        self._findings: list[Finding] = []
+
+    def for_module(self, node: nodes.Module) -> list[Finding]:
+        if node is not self._module:
+            self._module = node
+            self._findings = self._check(node)
+        return self._findings
+
+    def _check(self, node: nodes.Module) -> list[Finding]:
+        from .engine import decode_source, lint_source
+        from .registry import RULES
+
+        with node.stream() as stream:
+            data = stream.read()
+        source = decode_source(data) if isinstance(data, bytes) else data
+        if "Function" not in source:
+            return []  # no Function can be defined here (aliases name it too)
+        codes = frozenset(code for code, rule in RULES.items()
+                          if code not in NOT_IN_PYLINT
+                          and self.linter.is_message_enabled(rule.name))
+        if not codes:
+            return []
+        path = node.file or node.name
+        return [f for f in lint_source(source, path, codes, module_name=(node.name, node.package))
+                if f.code in codes]
+
+
+class _AutogradLintChecker(BaseChecker):
+    """Base of the four checkers; `block` is the hundreds digit of their codes."""
+
+    block = ""
+
+    def __init__(self, linter: PyLinter, shared: ModuleFindings | None = None) -> None:
+        super().__init__(linter)
+        self.shared = shared or ModuleFindings(linter)
+        self._symbols = {msgid: definition[1] for msgid, definition in self.msgs.items()}
+
+    def visit_module(self, node: nodes.Module) -> None:
+        prefix = f"AGF{self.block}"
+        for finding in self.shared.for_module(node):
+            if finding.code.startswith(prefix):
+                self.add_message(finding.name, line=finding.line, col_offset=finding.column,
+                                 end_lineno=finding.end_line, end_col_offset=finding.end_column,
+                                 args=(finding.message,))
+
+
+class CtxStateChecker(_AutogradLintChecker):
+    """AGF0xx: ctx, saved tensors, in-place changes."""
+
+    name = "autograd-lint-state"
+    block = "0"
+    msgs = _messages("0")
+
+
+class StructureChecker(_AutogradLintChecker):
+    """AGF1xx: gradient arity, signatures, class structure, how Functions are used."""
+
+    name = "autograd-lint-structure"
+    block = "1"
+    msgs = _messages("1")
+
+
+class GradientChecker(_AutogradLintChecker):
+    """AGF2xx: differentiability and gradient correctness."""
+
+    name = "autograd-lint-gradients"
+    block = "2"
+    msgs = _messages("2")
+
+
+class TextbookChecker(_AutogradLintChecker):
+    """AGF3xx (single-file ones): Functions that need not exist or miss torch.func."""
+
+    name = "autograd-lint-textbook"
+    block = "3"
+    msgs = _messages("3")
+
+
+CHECKERS = (CtxStateChecker, StructureChecker, GradientChecker, TextbookChecker)
+
+
+def register(linter: PyLinter) -> None:
+    """pylint's plugin hook."""
+    shared = ModuleFindings(linter)
+    for checker in CHECKERS:
+        linter.register_checker(checker(linter, shared))

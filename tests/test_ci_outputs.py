@@ -1,0 +1,182 @@
+"""CI outputs: SARIF, GitHub annotations, --exit-zero, baselines."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograd_lint.cli import main
+from autograd_lint.registry import RULES, all_rules
+
+BUGGY = textwrap.dedent('''\
+    import torch
+
+
+    class Leaky(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.x = x  # é: a non-ASCII comment after the finding
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            grad.mul_(2)
+            return grad
+    ''')
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["check", "--isolated", "--no-cache", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "ops.py").write_text(BUGGY, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# -- SARIF -------------------------------------------------------------------
+def test_sarif_has_the_rule_table_and_one_result_per_finding(project: Path, capsys) -> None:
+    code, out, _ = run(capsys, "--format", "sarif", "src/ops.py")
+    assert code == 1
+    log = json.loads(out)
+    assert log["version"] == "2.1.0" and "sarif" in log["$schema"]
+    [sarif_run] = log["runs"]
+    driver = sarif_run["tool"]["driver"]
+    assert driver["name"] == "autograd-lint"
+    rules = driver["rules"]
+    assert [r["id"] for r in rules] == [r.code for r in all_rules()]
+    agf001 = rules[[r["id"] for r in rules].index("AGF001")]
+    assert agf001["name"] == "ctx-tensor-attribute"
+    assert agf001["helpUri"].endswith("/docs/rules/AGF001.md")
+    assert agf001["help"]["markdown"].startswith("# AGF001 ctx-tensor-attribute")
+    assert agf001["defaultConfiguration"]["level"] == "error"
+    results = sarif_run["results"]
+    assert [r["ruleId"] for r in results] == ["AGF001", "AGF006"]
+    first = results[0]
+    assert rules[first["ruleIndex"]]["id"] == "AGF001"
+    assert first["level"] == "error" and first["message"]["text"].startswith("`ctx.x` holds")
+    location = first["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"] == {"uri": "src/ops.py", "uriBaseId": "%SRCROOT%"}
+    # The assignment `ctx.x = x`, end exclusive.
+    assert location["region"] == {"startLine": 7, "startColumn": 9, "endLine": 7,
+                                  "endColumn": 18}
+    assert sarif_run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.as_uri() + "/"
+    assert len(first["partialFingerprints"]["autogradLint/v1"]) == 20
+
+
+def test_sarif_columns_count_utf16_units(project: Path, capsys) -> None:
+    (project / "src" / "ops.py").write_text(
+        BUGGY.replace("ctx.x = x  #", "ctx.x = x;é = 1  #"), encoding="utf-8")
+    (project / "src" / "wide.py").write_text(BUGGY.replace(
+        "        grad.mul_(2)", "        ü = 0; grad.mul_(2)"), encoding="utf-8")
+    _, out, _ = run(capsys, "--format", "sarif", "src/wide.py")
+    [result] = [r for r in json.loads(out)["runs"][0]["results"] if r["ruleId"] == "AGF006"]
+    region = result["locations"][0]["physicalLocation"]["region"]
+    # `ü = 0; ` is 7 characters (8 UTF-8 bytes): the call starts at character 16.
+    assert region["startColumn"] == 16
+
+
+def test_clean_sarif_still_lists_rules(project: Path, capsys) -> None:
+    (project / "src" / "ops.py").write_text("x = 1\n")
+    code, out, _ = run(capsys, "--format", "sarif", "src")
+    log = json.loads(out)
+    assert code == 0 and log["runs"][0]["results"] == []
+    assert len(log["runs"][0]["tool"]["driver"]["rules"]) == len(RULES)
+
+
+# -- GitHub annotations ---------------------------------------------------------
+def test_github_annotations(project: Path, capsys) -> None:
+    code, out, _ = run(capsys, "--format", "github", "src/ops.py")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith(
+        "::error file=src/ops.py,line=7,col=9,endLine=7,endColumn=18,"
+        "title=AGF001 (ctx-tensor-attribute)::AGF001 `ctx.x` holds")
+    assert lines[1].startswith("::error file=src/ops.py,line=12,col=9,")
+    assert len(lines) == 2
+
+
+def test_github_escapes_workflow_command_syntax(project: Path, capsys) -> None:
+    odd = project / "src" / "a,b:c%.py"
+    odd.write_text(BUGGY)
+    _, out, _ = run(capsys, "--format", "github", str(odd.relative_to(project)))
+    assert "file=src/a%2Cb%3Ac%25.py," in out
+
+
+def test_info_findings_are_notices(project: Path, capsys) -> None:
+    _, out, _ = run(capsys, "--format", "github", "--select", "AGF303", "src/ops.py")
+    assert out.startswith("::notice file=src/ops.py,")
+
+
+# -- exit status --------------------------------------------------------------
+def test_exit_zero_reports_but_succeeds(project: Path, capsys) -> None:
+    code, out, _ = run(capsys, "--exit-zero", "src/ops.py")
+    assert code == 0 and "AGF001" in out
+    (project / "src" / "broken.py").write_text("def f(:\n")
+    code, _, _ = run(capsys, "--exit-zero", "src")
+    assert code == 0  # AGF000 is a finding, not an error
+    code, _, err = run(capsys, "--exit-zero", "missing.py")
+    assert code == 2 and "path not found" in err
+
+
+# -- baseline -----------------------------------------------------------------
+def test_baseline_round_trip_survives_shifted_lines(project: Path, capsys) -> None:
+    code, _, err = run(capsys, "--write-baseline", "baseline.json", "src")
+    assert code == 0 and "wrote 3 findings to baseline.json" in err
+    recorded = json.loads((project / "baseline.json").read_text())
+    # A tree scan: AGF301 (no gradcheck anywhere) is recorded too.
+    assert [e["code"] for e in recorded["findings"]] == ["AGF301", "AGF001", "AGF006"]
+    assert recorded["findings"][0]["path"] == "src/ops.py"
+
+    code, out, _ = run(capsys, "--baseline", "baseline.json", "src")
+    assert code == 0 and "All checks passed" in out
+
+    # Unrelated edits above the findings move them down: still known.
+    ops = project / "src" / "ops.py"
+    ops.write_text('"""Docs."""\nimport math\n\n\nSCALE = math.pi\n' + BUGGY)
+    code, out, _ = run(capsys, "--baseline", "baseline.json", "src")
+    assert code == 0, out
+
+    # A new bug is reported; the known ones stay quiet.
+    ops.write_text(ops.read_text().replace("return grad\n", "grad.add_(1)\n        return grad\n"))
+    code, out, _ = run(capsys, "--baseline", "baseline.json", "--format", "json", "src")
+    assert code == 1
+    assert [(f["code"], f["line"]) for f in json.loads(out)] == [("AGF006", 18)]
+
+
+def test_baseline_counts_identical_lines(project: Path, capsys) -> None:
+    run(capsys, "--write-baseline", "baseline.json", "src")
+    twice = BUGGY.replace("        grad.mul_(2)\n", "        grad.mul_(2)\n        grad.mul_(2)\n")
+    (project / "src" / "ops.py").write_text(twice)
+    code, out, _ = run(capsys, "--baseline", "baseline.json", "--format", "json", "src")
+    # Same text as a recorded finding, but one more of it: the second is new.
+    assert code == 1 and [(f["code"], f["line"]) for f in json.loads(out)] == [("AGF006", 13)]
+
+
+def test_baseline_paths_are_relative_to_the_baseline_file(project: Path, capsys,
+                                                         monkeypatch) -> None:
+    run(capsys, "--write-baseline", "baseline.json", "src")
+    monkeypatch.chdir(project / "src")
+    code, out, _ = run(capsys, "--baseline", "../baseline.json", "ops.py")
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "baseline not found: nope.json"),
+    ("{", "cannot read baseline nope.json"),
+    ('{"format": 99, "findings": []}', "is not an autograd-lint baseline"),
+])
+def test_bad_baselines_are_one_line_errors(project: Path, capsys, content: str | None,
+                                           message: str) -> None:
+    if content is not None:
+        (project / "nope.json").write_text(content)
+    code, out, err = run(capsys, "--baseline", "nope.json", "src")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err

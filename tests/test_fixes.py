@@ -1,0 +1,285 @@
+"""Autofix: `--fix`, `--unsafe-fixes`, `--diff`."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import stat
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograd_lint.cli import main
+from autograd_lint.engine import lint_source
+from autograd_lint.findings import SAFE, Edit, Finding, Fix
+from autograd_lint.fixes import apply_fixes
+from autograd_lint.registry import FIX_SAFETY, RULES
+
+HEADER = "import torch\n\n\n"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["check", "--isolated", "--no-cache", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def fixed(tmp_path: Path, capsys, source: str, *flags: str) -> str:
+    path = tmp_path / "ops.py"
+    path.write_text(source)
+    run(capsys, "--fix", *flags, str(path))
+    return path.read_text()
+
+
+# Each case: code, source, the text after `--fix` (plus --unsafe-fixes for unsafe rules).
+CASES = {
+    "AGF103": (HEADER + textwrap.dedent('''\
+        class Double(torch.autograd.Function):
+            # forward doubles
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+        '''), "    # forward doubles\n    @staticmethod\n    def forward(ctx, x):"),
+    "AGF105": (HEADER + textwrap.dedent('''\
+        class Double(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+
+
+        def double(x):
+            return Double()(x)  # legacy
+        '''), "    return Double.apply(x)  # legacy\n"),
+    "AGF008": (HEADER + textwrap.dedent('''\
+        class Shift(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x + x.data.sum()
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad
+        '''), "        return x + x.detach().sum()\n"),
+    "AGF213": (HEADER + textwrap.dedent('''\
+        class Square(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_variables
+                return 2 * x * grad
+        '''), "        (x,) = ctx.saved_tensors\n"),
+    "AGF101": (HEADER + textwrap.dedent('''\
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, factor):
+                ctx.factor = factor
+                return x * factor
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * ctx.factor
+        '''), "        return grad * ctx.factor, None\n"),
+    "AGF006": (HEADER + textwrap.dedent('''\
+        class Halve(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x / 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                """Halve the gradient."""
+                grad.div_(2)
+                return grad
+        '''), '        """Halve the gradient."""\n        grad = grad.clone()\n'
+              '        grad.div_(2)\n'),
+}
+
+
+def test_every_fixable_rule_has_a_case() -> None:
+    assert set(CASES) == set(FIX_SAFETY)
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_fix_applies_and_leaves_a_clean_file(code: str, tmp_path: Path, capsys) -> None:
+    source, expected = CASES[code]
+    assert code in [f.code for f in lint_source(source, "ops.py")]
+    unsafe = FIX_SAFETY[code] == "unsafe"
+    if unsafe:  # not without the flag
+        assert fixed(tmp_path, capsys, source) == source
+    after = fixed(tmp_path, capsys, source, *(["--unsafe-fixes"] if unsafe else []))
+    assert expected in after, after
+    assert code not in [f.code for f in lint_source(after, "ops.py")]
+    compile(after, "ops.py", "exec")
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_a_second_fix_run_changes_nothing(code: str, tmp_path: Path, capsys) -> None:
+    source, _ = CASES[code]
+    path = tmp_path / "ops.py"
+    path.write_text(source)
+    run(capsys, "--fix", "--unsafe-fixes", str(path))
+    once = path.read_bytes()
+    status, out, _ = run(capsys, "--fix", "--unsafe-fixes", str(path))
+    assert path.read_bytes() == once
+    assert "fixed" not in out
+
+
+def test_summary_counts_fixed_and_remaining(tmp_path: Path, capsys) -> None:
+    source = CASES["AGF103"][0].replace("return x * 2", "ctx.y = x\n        return x * 2")
+    path = tmp_path / "ops.py"
+    path.write_text(source)
+    code, out, _ = run(capsys, "--fix", str(path))
+    assert code == 1  # AGF001 has no fix
+    assert "Found 2 findings (1 fixed, 1 remaining)." in out
+    path.write_text(CASES["AGF103"][0])
+    code, out, _ = run(capsys, "--fix", str(path))
+    assert code == 0 and "(1 fixed, 0 remaining)" in out
+
+
+def test_fix_hint_counts_safe_and_unsafe(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "ops.py"
+    path.write_text(CASES["AGF101"][0])
+    _, out, _ = run(capsys, str(path))
+    assert "[*] 1 fixable with `--fix --unsafe-fixes`." in out
+    path.write_text(CASES["AGF103"][0])
+    _, out, _ = run(capsys, str(path))
+    assert "[*] 1 fixable with `--fix`." in out
+
+
+def test_diff_shows_without_writing(tmp_path: Path, capsys) -> None:
+    source = CASES["AGF213"][0]
+    path = tmp_path / "ops.py"
+    path.write_text(source)
+    code, out, err = run(capsys, "--diff", str(path))
+    assert code == 1 and path.read_text() == source
+    assert f"--- a/{path}" in out and f"+++ b/{path}" in out
+    assert "-        (x,) = ctx.saved_variables\n+        (x,) = ctx.saved_tensors\n" in out
+    assert "Would fix 1 finding." in err
+    run(capsys, "--fix", str(path))
+    code, out, err = run(capsys, "--diff", str(path))
+    assert code == 0 and out == "" and "No fixes available." in err
+
+
+def test_crlf_tabs_comments_and_bom_survive(tmp_path: Path, capsys) -> None:
+    source = CASES["AGF103"][0].replace("    ", "\t").replace("\n", "\r\n")
+    path = tmp_path / "ops.py"
+    path.write_bytes(b"\xef\xbb\xbf" + source.encode())
+    run(capsys, "--fix", str(path))
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    assert b"\t# forward doubles\r\n\t@staticmethod\r\n\tdef forward(ctx, x):\r\n" in data
+    assert b"\n" not in data.replace(b"\r\n", b"")
+
+
+def test_unparsable_files_are_never_touched(tmp_path: Path, capsys) -> None:
+    broken = CASES["AGF213"][0] + "\ndef oops(:\n"
+    path = tmp_path / "ops.py"
+    path.write_text(broken)
+    code, out, _ = run(capsys, "--fix", str(path))
+    assert path.read_text() == broken and "AGF000" in out and code == 1
+
+
+def test_write_keeps_permissions_and_leaves_no_temporary_file(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "ops.py"
+    path.write_text(CASES["AGF008"][0])
+    os.chmod(path, 0o640)
+    run(capsys, "--fix", str(path))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ops.py"]
+
+
+def test_data_writes_are_not_rewritten(tmp_path: Path, capsys) -> None:
+    source = CASES["AGF008"][0].replace(
+        "return x + x.data.sum()", "x.data[0] = 1\n        x.data.add_(1)\n        return x")
+    findings = [f for f in lint_source(source, "ops.py") if f.code == "AGF008"]
+    assert len(findings) == 2 and all(f.fix is None for f in findings)
+
+
+def test_json_output_describes_the_fix(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "ops.py"
+    path.write_text(CASES["AGF213"][0])
+    _, out, _ = run(capsys, "--format", "json", str(path))
+    [finding] = json.loads(out)
+    assert finding["fix"] == {"title": "Use `saved_tensors`", "applicability": "safe",
+                              "edits": [{"line": 12, "column": 19, "end_line": 12,
+                                         "end_column": 34, "text": "saved_tensors"}]}
+
+
+def test_fixes_survive_the_cache(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ops.py").write_text(CASES["AGF213"][0])
+    outputs = []
+    for _ in range(2):
+        assert main(["check", "--isolated", "--format", "json", "ops.py"]) == 1
+        outputs.append(json.loads(capsys.readouterr().out))
+    assert (tmp_path / ".autograd_lint_cache").is_dir()
+    assert outputs[0] == outputs[1] and outputs[1][0]["fix"]["applicability"] == "safe"
+    assert main(["check", "--isolated", "--fix", "ops.py"]) == 0
+    assert "saved_tensors" in (tmp_path / "ops.py").read_text()
+
+
+def test_overlapping_edits_wait_and_broken_results_are_refused() -> None:
+    text = "a = b.data\n"
+
+    def finding(edit: Edit) -> Finding:
+        rule = RULES["AGF008"]
+        return Finding("x.py", edit.line, edit.column, "AGF008", rule.name, rule.severity, "m",
+                       fix=Fix("t", SAFE, (edit,)))
+
+    first = finding(Edit(1, 5, 1, 10, ".detach()"))
+    second = finding(Edit(1, 6, 1, 10, "grad"))
+    result = apply_fixes(text, [first, second])
+    assert result.text == "a = b.detach()\n" and result.applied == [first]
+    broken = finding(Edit(1, 5, 1, 10, ".("))
+    assert apply_fixes(text, [broken]).text == text
+
+
+torch = pytest.importorskip("torch")
+
+
+def test_fixed_function_runs_backward_correctly(tmp_path: Path, capsys) -> None:
+    source = HEADER + textwrap.dedent('''\
+        class Scale(torch.autograd.Function):
+            def forward(ctx, x, factor):
+                ctx.save_for_backward(x)
+                ctx.factor = factor
+                return x * factor
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_variables
+                grad.mul_(ctx.factor)
+                return grad
+
+
+        def scale(x, factor):
+            return Scale()(x, factor)
+        ''')
+    path = tmp_path / "scaled_ops.py"
+    path.write_text(source)
+    code, out, _ = run(capsys, "--fix", "--unsafe-fixes", str(path))
+    assert code == 0 and "(5 fixed, 0 remaining)" in out, out
+    spec = importlib.util.spec_from_file_location("scaled_ops", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    y = module.scale(x, 3.0)
+    upstream = torch.ones(3, dtype=torch.float64)
+    y.backward(upstream)
+    assert torch.equal(x.grad, torch.full((3,), 3.0, dtype=torch.float64))
+    assert torch.equal(upstream, torch.ones(3, dtype=torch.float64))  # not changed in place
+    assert torch.autograd.gradcheck(lambda t: module.Scale.apply(t, 3.0),
+                                    (torch.randn(2, dtype=torch.float64, requires_grad=True),))

@@ -1,0 +1,135 @@
+"""The pylint plugin: pylint.testutils for the checkers, real `pylint` runs
+for loading, symbols, enabling and disabling."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import astroid
+import pytest
+from pylint.testutils import CheckerTestCase, MessageTest
+
+from autograd_lint import pylint_plugin
+from autograd_lint.engine import lint_source
+from autograd_lint.registry import RULES, all_rules
+
+from .helpers import leaky_function
+
+BUGGY = "import torch\n\n\n" + leaky_function("Leaky") + textwrap.dedent('''\
+
+
+    class Legacy(torch.autograd.Function):
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2, None
+    ''')
+
+
+def pylint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pylint", "--load-plugins",
+                           "autograd_lint.pylint_plugin", "--score=n", *args],
+                          cwd=cwd, capture_output=True, text=True)
+
+
+class TestCtxStateChecker(CheckerTestCase):
+    CHECKER_CLASS = pylint_plugin.CtxStateChecker
+
+    def test_reports_the_engines_finding_at_its_range(self) -> None:
+        module = astroid.parse(BUGGY, module_name="ops")
+        [finding] = [f for f in lint_source(BUGGY, "ops.py") if f.code == "AGF001"]
+        with self.assertAddsMessages(MessageTest(
+                msg_id="ctx-tensor-attribute", line=7, args=(finding.message,),
+                col_offset=8, end_line=7, end_col_offset=17), ignore_position=False):
+            self.checker.visit_module(module)
+
+    def test_clean_module_adds_nothing(self) -> None:
+        clean = BUGGY.replace("ctx.x = x", "ctx.save_for_backward(x)")
+        clean = clean.replace("    def forward(ctx, x):\n        return x * 2",
+                              "    @staticmethod\n    def forward(ctx, x):\n        return x * 2")
+        with self.assertNoMessages():
+            self.checker.visit_module(astroid.parse(clean, module_name="ops"))
+
+
+class TestStructureChecker(CheckerTestCase):
+    CHECKER_CLASS = pylint_plugin.StructureChecker
+
+    def test_reports_only_its_own_codes(self) -> None:
+        module = astroid.parse(BUGGY, module_name="ops")
+        [finding] = [f for f in lint_source(BUGGY, "ops.py") if f.code == "AGF103"]
+        with self.assertAddsMessages(MessageTest(
+                msg_id="not-staticmethod", line=finding.line, args=(finding.message,),
+                col_offset=4, end_line=finding.line, end_col_offset=15),
+                ignore_position=False):
+            self.checker.visit_module(module)
+
+
+def test_message_ids_are_stable_and_in_the_external_range() -> None:
+    seen: dict[str, str] = {}
+    for checker in pylint_plugin.CHECKERS:
+        for msgid, (template, symbol, _, options) in checker.msgs.items():
+            rule = RULES_BY_SYMBOL[symbol]
+            assert re.fullmatch(r"[EWC](7[1-4])\d\d", msgid) and 51 <= int(msgid[1:3]) <= 99
+            assert msgid[0] == {"error": "E", "warning": "W", "info": "C"}[rule.severity]
+            assert msgid[3:] == rule.code[4:] and template == "%s"
+            assert options["default_enabled"] is rule.default
+            seen[symbol] = msgid
+    assert seen["ctx-tensor-attribute"] == "E7101" and seen["not-staticmethod"] == "W7203"
+    assert set(seen) == {r.name for r in all_rules()} - {"syntax-error", "no-gradcheck"}
+
+
+RULES_BY_SYMBOL = {rule.name: rule for rule in RULES.values()}
+
+
+def test_real_pylint_reports_symbols_and_honours_disable(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(BUGGY)
+    proc = pylint(tmp_path, "--disable=all", "--enable=ctx-tensor-attribute,not-staticmethod",
+                  "ops.py")
+    assert proc.returncode != 0
+    assert "ops.py:7:8: E7101: `ctx.x` holds input `x`" in proc.stdout
+    assert "(ctx-tensor-attribute)" in proc.stdout and "(not-staticmethod)" in proc.stdout
+
+    narrowed = pylint(tmp_path, "--disable=all", "--enable=not-staticmethod", "ops.py")
+    assert "(not-staticmethod)" in narrowed.stdout
+    assert "ctx-tensor-attribute" not in narrowed.stdout
+
+    (tmp_path / "ops.py").write_text(BUGGY.replace(
+        "ctx.x = x", "ctx.x = x  # pylint: disable=ctx-tensor-attribute"))
+    inline = pylint(tmp_path, "--disable=all", "--enable=ctx-tensor-attribute", "ops.py")
+    assert inline.returncode == 0, inline.stdout
+
+    # autograd-lint's own comment works under every front end.
+    (tmp_path / "ops.py").write_text(BUGGY.replace("ctx.x = x", "ctx.x = x  # noqa: AGF001"))
+    noqa = pylint(tmp_path, "--disable=all", "--enable=ctx-tensor-attribute", "ops.py")
+    assert noqa.returncode == 0, noqa.stdout
+
+
+def test_info_rules_need_enabling(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(BUGGY)
+    default = pylint(tmp_path, "ops.py")
+    assert "(ctx-tensor-attribute)" in default.stdout
+    assert "ctx-style-not-functorch" not in default.stdout
+    enabled = pylint(tmp_path, "--enable=ctx-style-not-functorch", "ops.py")
+    assert "C7403" in enabled.stdout and "(ctx-style-not-functorch)" in enabled.stdout
+
+
+def test_pylint_lists_the_rules_with_our_names() -> None:
+    proc = subprocess.run([sys.executable, "-m", "pylint", "--load-plugins",
+                           "autograd_lint.pylint_plugin", "--list-msgs-enabled"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "ctx-tensor-attribute (E7101)" in proc.stdout
+    disabled = proc.stdout.split("Disabled messages:")[1]
+    assert "builtin-reimplementation (C7402)" in disabled
+
+
+@pytest.mark.parametrize("rule", [r for r in all_rules() if r.code not in
+                                  pylint_plugin.NOT_IN_PYLINT], ids=lambda r: r.code)
+def test_every_rule_has_a_message(rule) -> None:  # type: ignore[no-untyped-def]
+    assert pylint_plugin.message_id(rule) in {
+        msgid for checker in pylint_plugin.CHECKERS for msgid in checker.msgs}
