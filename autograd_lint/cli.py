@@ -56,6 +56,26 @@ def _jobs_arg(text: str) -> int:
     return value
 
 
+def _seconds_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _megabytes_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected megabytes (0: no limit), got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="autograd-lint",
                      description="Find bugs in custom torch.autograd.Function classes.")
@@ -107,6 +127,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--diff", action="store_true",
                        help="print the fixes as a unified diff instead of writing them "
                             "(exit 1 when there is something to fix)")
+    dynamic = check.add_argument_group(
+        "dynamic mode", "import each module that defines Functions in a child process and "
+                        "run gradcheck and the AGD checks (needs torch)")
+    dynamic.add_argument("--dynamic", action="store_true",
+                         help="run the dynamic checks too (runs your code)")
+    dynamic.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                         help="where to run them (auto: CUDA when available)")
+    dynamic.add_argument("--timeout", type=_seconds_arg, default=60.0, metavar="SECONDS",
+                         help="per module (default: 60)")
+    dynamic.add_argument("--memory-limit", type=_megabytes_arg, default=None, metavar="MB",
+                         help="address-space limit of a CPU worker (default: 8192; 0: none)")
     check.add_argument("--baseline", metavar="FILE",
                        help="report only findings not recorded in this baseline")
     check.add_argument("--write-baseline", metavar="FILE",
@@ -230,7 +261,7 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
     if keep is not None:
         gc.disable()  # the process ends right after: no collection is worth it
     result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=not args.no_prefilter,
-                         jobs=args.jobs, cache=cache, keep=keep)
+                         jobs=args.jobs, cache=cache, keep=keep, functions=args.dynamic)
     paths = {i.display: i.path for i in inputs}
     if args.diff:
         return _show_diff(args, result, paths, out, err)
@@ -247,8 +278,10 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
                 fixed += len(change.applied)
             # Check again: what remains, and fixes that waited for an overlapping one.
             result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=not args.no_prefilter,
-                                 jobs=args.jobs, cache=None, keep=keep)
+                                 jobs=args.jobs, cache=None, keep=keep, functions=args.dynamic)
     findings = result.findings
+    if args.dynamic:
+        findings = _run_dynamic(args, result, plan, err)
     lines = SourceLines(paths)
     if args.write_baseline:
         from .baseline import write_baseline
@@ -277,7 +310,7 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
         if args.statistics:
             json.dump(statistics(findings), out, indent=2)
         else:
-            json.dump([f.to_json() for f in findings], out, indent=2)
+            json.dump([f.to_json(dynamic=args.dynamic) for f in findings], out, indent=2)
         out.write("\n")
     elif args.statistics:
         render_statistics(findings, out)
@@ -294,6 +327,23 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
     if result.errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _run_dynamic(args: argparse.Namespace, result: object, plan: _Plan,
+                 err: TextIO) -> list:
+    """Run the dynamic checks on the Functions found; static findings they
+    cover get `confirmed`."""
+    from .dynamic.runner import DEFAULT_MEMORY_LIMIT_MB, DynamicOptions, confirm, run_dynamic
+    from .findings import sort_findings
+
+    memory = DEFAULT_MEMORY_LIMIT_MB if args.memory_limit is None else args.memory_limit
+    options = DynamicOptions(
+        device=args.device, timeout=args.timeout, jobs=args.jobs or os.cpu_count() or 1,
+        memory_limit_mb=memory or None,
+        progress=args.format == "text" and err.isatty())
+    dynamic = run_dynamic(result.functions, plan.codes_for, options, err)  # type: ignore[attr-defined]
+    static = confirm(result.findings, dynamic)  # type: ignore[attr-defined]
+    return sort_findings(static + dynamic.findings)
 
 
 def _show_diff(args: argparse.Namespace, result: object, paths: dict[str, str],

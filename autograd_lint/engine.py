@@ -60,6 +60,49 @@ class LintResult:
     findings: list[Finding] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
     files_checked: int = 0
+    functions: list[FunctionTarget] = field(default_factory=list)  # with functions=True
+
+
+@dataclass(frozen=True)
+class FunctionTarget:
+    """A Function class the dynamic mode can import and check."""
+
+    path: str  # on disk
+    display: str
+    module: str  # dotted module name
+    import_root: str  # the directory to put on sys.path to import `module`
+    qualname: str  # within the module ("Outer.Inner")
+    line: int
+    once_differentiable: bool
+    has_jvp: bool
+    has_vmap: bool  # a vmap staticmethod or generate_vmap_rule = True
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def _target(source: SourceInput, fn: object) -> FunctionTarget | None:
+    from .project import FunctionClass
+
+    assert isinstance(fn, FunctionClass)
+    module = fn.module
+    if module.module_name == "__main__" or not fn.info.key.startswith(module.module_name + "."):
+        return None
+    forward, backward = fn.method("forward"), fn.method("backward") or fn.method("vjp")
+    if forward is None or backward is None:
+        return None  # cannot run as written (AGF106 / AGF111 say why)
+    depth = module.module_name.count(".") + (1 if module.is_package else 0)
+    root = os.path.dirname(os.path.abspath(source.path))
+    for _ in range(depth):
+        root = os.path.dirname(root)
+    generate = fn.attr("generate_vmap_rule")
+    return FunctionTarget(
+        path=source.path, display=source.display, module=module.module_name,
+        import_root=root, qualname=fn.info.key[len(module.module_name) + 1:],
+        line=fn.info.line, once_differentiable=backward.once_differentiable,
+        has_jvp=fn.method("jvp") is not None,
+        has_vmap=fn.method("vmap") is not None or (
+            isinstance(generate, ast.Constant) and generate.value is True))
 
 
 @dataclass
@@ -160,7 +203,8 @@ def _gc_paused() -> Iterator[None]:
 
 def lint_inputs(inputs: Iterable[SourceInput], *, scan_tree: bool = False,
                 prefilter: bool = True, jobs: int | None = None,
-                cache: Cache | None = None, keep: list[object] | None = None) -> LintResult:
+                cache: Cache | None = None, keep: list[object] | None = None,
+                functions: bool = False) -> LintResult:
     """Check files as one project (Functions may cross files).
 
     scan_tree: the files are a whole tree (directories were given), so
@@ -172,9 +216,12 @@ def lint_inputs(inputs: Iterable[SourceInput], *, scan_tree: bool = False,
     cache: reuse scans of unchanged files and the findings of an identical run.
     keep: a list to append the run (syntax trees and all) to, so that the
         caller controls when it is freed.
+    functions: also list the Function classes found (for the dynamic mode);
+        the result cache is not used then.
     """
     with _gc_paused():
-        run = _Run(list(inputs), scan_tree, prefilter, jobs, cache)
+        run = _Run(list(inputs), scan_tree, prefilter, jobs, None if functions else cache)
+        run.collect_functions = functions
         if keep is not None:
             keep.append(run)  # the caller decides when (whether) it is freed
         return run.lint()
@@ -206,6 +253,7 @@ class _Run:
         self._sparse_parsed: dict[str, bool] = {}
         self._findings: list[Finding] = []
         self._errors_before = 0
+        self.collect_functions = False
 
     def lint(self) -> LintResult:
 
@@ -306,6 +354,7 @@ class _Run:
         self._findings: list[Finding] = []
         self._sparse_parsed: dict[str, bool] = {}
         del self.result.errors[self._errors_before:]  # from an earlier pass
+        self.result.functions = []
         parsed: list[ParsedFile] = []
         for source, scan, matters in relevant:
             entry = self._parse(source, scan, matters)
@@ -382,6 +431,11 @@ class _Run:
                 self.result.errors.append((entry.source.display, _describe(exc)))
                 checked = []
             findings = findings + filter_findings(checked, entry.text)
+            if self.collect_functions:
+                for fn in self.project.functions_in(entry.module):
+                    target = _target(entry.source, fn)
+                    if target is not None:
+                        self.result.functions.append(target)
         self._findings.extend(findings)
 
     # -- ModuleLoader: modules parsed on demand ---------------------------------------

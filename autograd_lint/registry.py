@@ -358,12 +358,70 @@ _RULES = _RULES + (
         "`setup_context(ctx, inputs, output)`",
         "differentiability", default=False,
     ),
+    # --- dynamic mode (`--dynamic`): found by running the Function ------------
+    Rule("AGD001", "gradcheck-failed", ERROR,
+         "torch.autograd.gradcheck (float64) disagrees with backward.",
+         "gradcheck fails: {detail}", "dynamic"),
+    Rule("AGD002", "gradgradcheck-failed", ERROR,
+         "gradgradcheck disagrees for a backward not decorated @once_differentiable.",
+         "gradgradcheck fails (second derivatives through backward are wrong): {detail}; "
+         "keep backward differentiable or decorate it with `@once_differentiable`", "dynamic"),
+    Rule("AGD003", "backward-raised", ERROR,
+         "forward or backward raised on valid inputs.",
+         "{where} raised on valid inputs: {detail}", "dynamic"),
+    Rule("AGD004", "grad-shape-mismatch", ERROR,
+         "A returned gradient's shape, dtype or device differs from its input's.",
+         "backward's gradient for input {index} (`{name}`) has {got}, but the input has "
+         "{expected}", "dynamic"),
+    Rule("AGD005", "grad-output-mutated", ERROR,
+         "backward changed the gradient tensor it was given.",
+         "backward changed incoming gradient {index} in place (max change {error}); another "
+         "node may hold the same tensor: clone it first", "dynamic"),
+    Rule("AGD006", "ctx-tensor-attribute-runtime", ERROR,
+         "After forward, ctx holds a tensor (or a container of tensors) as an attribute.",
+         "after forward, `ctx.{attr}` holds {what}; save tensors with "
+         "`ctx.save_for_backward(...)`", "dynamic"),
+    Rule("AGD007", "saved-tensor-mutated", ERROR,
+         "A saved tensor's version changed during backward.",
+         "backward changed saved tensor {index} in place (its version went from {before} to "
+         "{after})", "dynamic"),
+    Rule("AGD008", "forward-ad-failed", ERROR,
+         "jvp is defined and gradcheck(check_forward_ad=True) fails.",
+         "forward-mode AD check fails: {detail}", "dynamic"),
+    Rule("AGD009", "vmap-failed", ERROR,
+         "vmap (or generate_vmap_rule) disagrees with a Python loop.",
+         "torch.vmap {detail}", "dynamic"),
+    Rule("AGD010", "undefined-grad-unhandled", ERROR,
+         "gradcheck(check_undefined_grad=True) fails.",
+         "backward does not handle undefined (None or zero) incoming gradients: {detail}",
+         "dynamic"),
+    Rule("AGD011", "input-mutated", ERROR,
+         "forward changed a tensor input it did not pass to mark_dirty.",
+         "forward changed input {index} (`{name}`) in place without `ctx.mark_dirty` (max "
+         "change {error})", "dynamic"),
+    Rule("AGD012", "optional-input-none", ERROR,
+         "forward or backward fail when inputs that default to None are left None.",
+         "with {names} left as None, {where} raises: {detail}", "dynamic"),
+    Rule("AGD013", "partial-requires-grad", ERROR,
+         "gradcheck with only one input requiring grad at a time disagrees or raises.",
+         "with only input {index} (`{name}`) requiring grad, {detail} (check the "
+         "`ctx.needs_input_grad` indices)", "dynamic"),
+    Rule("AGD014", "noncontiguous-grad-output", ERROR,
+         "backward gives different gradients for a non-contiguous incoming gradient.",
+         "backward {detail} when the incoming gradient is {layout} instead of contiguous",
+         "dynamic"),
+    Rule("AGD900", "not-checked", WARNING,
+         "The dynamic checks could not run: import failed, no inputs, timeout, crash.",
+         "not checked dynamically: {reason}", "dynamic"),
 )
-_RULES = tuple(sorted(_RULES, key=lambda rule: rule.code))
+# Static rules first, then the dynamic ones (AGD), each by code.
+_RULES = tuple(sorted(_RULES, key=lambda rule: (rule.family == "dynamic", rule.code)))
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _RULES}
 RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in _RULES}
-FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(r.family for r in _RULES if r.family != "engine"))
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(
+    r.family for r in _RULES if r.family not in ("engine", "dynamic")))
+DYNAMIC_CODES: frozenset[str] = frozenset(r.code for r in _RULES if r.family == "dynamic")
 
 
 def all_rules() -> Iterable[Rule]:

@@ -1,7 +1,10 @@
 """Rule pages: one per rule, ruff's layout, and examples executed through the linter."""
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,17 +62,51 @@ def run_example(code: str, section: str, tmp_path: Path) -> list:
     return lint(source, codes=codes)
 
 
-@pytest.mark.parametrize("code", sorted(RULES))
+STATIC = sorted(code for code, rule in RULES.items() if rule.family != "dynamic")
+DYNAMIC = sorted(code for code, rule in RULES.items() if rule.family == "dynamic")
+
+
+@pytest.mark.parametrize("code", STATIC)
 def test_example_triggers_exactly_its_rule(code: str, tmp_path: Path) -> None:
     findings = run_example(code, "## Example", tmp_path)
     assert findings and {f.code for f in findings} == {code}, \
         [(f.line, f.code, f.message) for f in findings]
 
 
-@pytest.mark.parametrize("code", sorted(RULES))
+@pytest.mark.parametrize("code", STATIC)
 def test_fix_is_clean(code: str, tmp_path: Path) -> None:
     findings = run_example(code, "## Use instead", tmp_path)
     assert findings == [], [(f.line, f.code, f.message) for f in findings]
+
+
+@pytest.fixture(scope="module")
+def dynamic_examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
+    """Every dynamic page's two code blocks, checked in one `--dynamic` run:
+    {file stem: the AGD codes reported in it}."""
+    pytest.importorskip("torch")
+    folder = tmp_path_factory.mktemp("dynamic_pages")
+    for code in DYNAMIC:
+        (folder / f"example_{code}.py").write_text(code_block(page(code), "## Example"))
+        (folder / f"fixed_{code}.py").write_text(code_block(page(code), "## Use instead"))
+    proc = subprocess.run([sys.executable, "-m", "autograd_lint", "check", str(folder),
+                           "--isolated", "--no-cache", "--dynamic", "--select", "AGD",
+                           "--format", "json", "--jobs", "2"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stderr
+    reported: dict[str, set[str]] = {path.stem: set() for path in folder.glob("*.py")}
+    for finding in json.loads(proc.stdout):
+        reported[Path(finding["path"]).stem].add(finding["code"])
+    return reported
+
+
+@pytest.mark.parametrize("code", DYNAMIC)
+def test_dynamic_example_triggers_exactly_its_rule(code: str, dynamic_examples) -> None:
+    assert dynamic_examples[f"example_{code}"] == {code}
+
+
+@pytest.mark.parametrize("code", DYNAMIC)
+def test_dynamic_fix_is_clean(code: str, dynamic_examples) -> None:
+    assert dynamic_examples[f"fixed_{code}"] == set()
 
 
 def test_index_lists_every_rule() -> None:

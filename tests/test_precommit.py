@@ -79,3 +79,33 @@ def test_precommit_fails_on_a_buggy_file_and_passes_on_a_clean_one(
     passing = run()
     assert passing.returncode == 0, passing.stdout + passing.stderr
     assert "autograd-lint" in passing.stdout and "Passed" in passing.stdout
+
+
+def test_dynamic_hook_runs_in_the_manual_stage(hook_repo: tuple[Path, str],
+                                               tmp_path: Path) -> None:
+    """`language: system`: the project's own environment (here: this one) runs it."""
+    pytest.importorskip("torch")
+    assert PRE_COMMIT is not None
+    hook_path, rev = hook_repo
+    project = tmp_path / "project"
+    project.mkdir()
+    _git(project, "init", "-q")
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hook_path.as_uri()}\n    rev: {rev}\n"
+        "    hooks:\n      - id: autograd-lint-dynamic\n")
+    (project / "ops.py").write_text(
+        "import torch\n\n\nclass Cube(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        ctx.save_for_backward(x)\n"
+        "        return x ** 3\n\n    @staticmethod\n    def backward(ctx, grad):\n"
+        "        (x,) = ctx.saved_tensors\n        return grad * 2 * x\n")
+    _commit_all(project)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"),
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    quiet = subprocess.run([PRE_COMMIT, "run", "--all-files", "--color", "never"],
+                           cwd=project, capture_output=True, text=True, env=env, timeout=600)
+    assert quiet.returncode == 0 and "AGD" not in quiet.stdout  # manual stage only
+    proc = subprocess.run([PRE_COMMIT, "run", "--all-files", "--color", "never",
+                           "--hook-stage", "manual", "autograd-lint-dynamic"],
+                          cwd=project, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "AGD001 [gradcheck-failed] Cube" in proc.stdout

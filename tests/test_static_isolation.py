@@ -107,3 +107,11 @@ def test_python_dash_m_does_not_import_modules_of_the_working_directory(tmp_path
     proc = _run(["-m", "autograd_lint", "check", "ops.py", "--format", "json"], tmp_path)
     assert proc.returncode == 1 and "AGF001" in proc.stdout, proc.stderr[-2000:]
     assert not marker.exists()
+
+
+def test_declaring_inputs_imports_no_torch(tmp_path: Path) -> None:
+    """`from autograd_lint.dynamic import example_inputs` is safe in any module."""
+    script = ("import sys; from autograd_lint.dynamic import example_inputs; "
+              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")
+    proc = _run(["-c", script], tmp_path)
+    assert proc.stdout.strip() == "[]", proc.stderr

@@ -1,0 +1,255 @@
+"""The parent side of the dynamic mode: one child process per module, with a
+timeout, a few at a time; results become AGD findings and static findings
+covered by a check get `confirmed`.
+
+Nothing here imports torch or the checked code: the children do.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, TextIO
+
+from ..engine import FunctionTarget
+from ..findings import Finding
+from ..registry import DYNAMIC_CODES, RULES
+
+# Which dynamic checks settle which static rules (RULES.md, "confirmed").
+COVERED_BY: dict[str, frozenset[str]] = {
+    "AGF001": frozenset({"AGD006"}),
+    "AGF005": frozenset({"AGD007"}),
+    "AGF006": frozenset({"AGD005"}),
+    "AGF007": frozenset({"AGD011"}),
+    "AGF101": frozenset({"AGD003"}),
+    "AGF102": frozenset({"AGD003"}),
+    "AGF107": frozenset({"AGD003", "AGD013"}),
+    "AGF108": frozenset({"AGD009"}),
+    "AGF109": frozenset({"AGD008"}),
+    "AGF114": frozenset({"AGD003"}),
+    "AGF201": frozenset({"AGD010"}),
+    "AGF204": frozenset({"AGD002"}),
+    "AGF205": frozenset({"AGD003"}),
+    "AGF209": frozenset({"AGD003"}),
+}
+
+DEFAULT_TIMEOUT = 60.0
+# Address-space limit of a CPU worker: importing torch reserves ~0.7 GB; a
+# module that allocates without bound fails with MemoryError instead of
+# taking the machine down. CUDA reserves far more address space: no limit there.
+DEFAULT_MEMORY_LIMIT_MB = 8192
+
+
+@dataclass(frozen=True)
+class DynamicOptions:
+    device: str = "auto"  # auto | cpu | cuda
+    timeout: float = DEFAULT_TIMEOUT
+    jobs: int = 1
+    memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB
+    progress: bool = False
+
+
+@dataclass
+class ModuleJob:
+    path: str
+    display: str
+    module: str
+    import_root: str
+    functions: list[FunctionTarget]
+
+
+@dataclass
+class DynamicResult:
+    findings: list[Finding]
+    checked: set[tuple[str, str]]  # (display path, class name) checked to the end
+    device: str | None
+
+
+def plan_jobs(functions: list[FunctionTarget],
+              codes_for: Callable[[str], frozenset[str]]) -> list[ModuleJob]:
+    """One job per module whose files have a dynamic rule selected."""
+    jobs: dict[str, ModuleJob] = {}
+    for target in functions:
+        if not codes_for(target.path) & DYNAMIC_CODES:
+            continue
+        job = jobs.setdefault(target.path, ModuleJob(target.path, target.display, target.module,
+                                                     target.import_root, []))
+        job.functions.append(target)
+    return list(jobs.values())
+
+
+def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], frozenset[str]],
+                options: DynamicOptions, progress_stream: TextIO | None = None) -> DynamicResult:
+    jobs = plan_jobs(functions, codes_for)
+    findings: list[Finding] = []
+    checked: set[tuple[str, str]] = set()
+    devices: set[str] = set()
+    progress = _Progress(len(jobs), progress_stream if options.progress else None)
+    with tempfile.TemporaryDirectory(prefix="autograd-lint-dynamic-") as workdir, \
+            ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
+        futures = [pool.submit(_run_job, job, options, workdir, n) for n, job in enumerate(jobs)]
+        for job, future in zip(jobs, futures, strict=True):
+            outcome, device = future.result()
+            progress.step(job.display)
+            if device:
+                devices.add(device)
+            codes = codes_for(job.path)
+            for target in job.functions:
+                entry = outcome.get(target.qualname)
+                name = target.qualname.rsplit(".", 1)[-1]
+                if entry is None or entry.get("reason"):
+                    reason = entry.get("reason") if entry else outcome.get("__reason__",
+                                                                             "no result")
+                    findings.extend(_findings(target, [{"code": "AGD900", "reason": reason}],
+                                              codes))
+                    continue
+                checked.add((target.display, name))
+                findings.extend(_findings(target, entry.get("findings", []), codes))
+    progress.done()
+    return DynamicResult(findings, checked, ",".join(sorted(devices)) or None)
+
+
+def confirm(static: list[Finding], result: DynamicResult) -> list[Finding]:
+    """Mark each static finding a dynamic check covers as confirmed or not."""
+    by_function: dict[tuple[str, str | None], set[str]] = {}
+    for finding in result.findings:
+        by_function.setdefault((finding.path, finding.function), set()).add(finding.code)
+    marked = []
+    for finding in static:
+        covering = COVERED_BY.get(finding.code)
+        key = (finding.path, finding.function)
+        if covering is None or finding.function is None or key not in result.checked:
+            marked.append(finding)
+            continue
+        marked.append(replace(finding, confirmed=bool(covering & by_function.get(key, set()))))
+    return marked
+
+
+def _findings(target: FunctionTarget, raw: list[dict[str, Any]],
+              codes: frozenset[str]) -> list[Finding]:
+    found = []
+    name = target.qualname.rsplit(".", 1)[-1]
+    for item in raw:
+        code = item.get("code")
+        if code not in RULES or code not in codes:
+            continue
+        rule = RULES[code]
+        fields = {k: v for k, v in item.items() if k != "code"}
+        try:
+            message = rule.format(**fields)
+        except (KeyError, IndexError):
+            message = rule.summary
+        found.append(Finding(path=target.display, line=target.line, column=0, code=code,
+                             name=rule.name, severity=rule.severity,
+                             message=f"{name}: {message}", function=name,
+                             end_line=target.line, end_column=None))
+    return found
+
+
+def _run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
+             number: int) -> tuple[dict[str, Any], str | None]:
+    """Run one module's worker; returns {qualname: entry} (plus `__reason__`
+    when the worker died) and the device it used."""
+    request = os.path.join(workdir, f"request{number}.json")
+    result = os.path.join(workdir, f"result{number}.json")
+    log = os.path.join(workdir, f"log{number}.txt")
+    with open(request, "w", encoding="utf-8") as handle:
+        json.dump({"module": job.module, "path": os.path.abspath(job.path),
+                   "import_root": job.import_root, "device": options.device,
+                   "memory_limit_mb": options.memory_limit_mb if options.device != "cuda"
+                   else None,
+                   "functions": [t.to_json() for t in job.functions]}, handle)
+    command = [sys.executable, "-m", "autograd_lint.dynamic.worker", request, result]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    with open(log, "wb") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=env,
+                                   cwd=os.path.dirname(os.path.abspath(job.path)),
+                                   start_new_session=True)  # its children die with it
+        reason = None
+        try:
+            status = process.wait(timeout=options.timeout)
+        except subprocess.TimeoutExpired:
+            _kill(process)
+            status = None
+            reason = f"timed out after {options.timeout:g} s (--timeout)"
+        if status is not None and status != 0:
+            reason = _exit_reason(status, log)
+    data = _read(result)
+    outcome: dict[str, Any] = dict(data.get("functions", {}))
+    if data.get("module_error"):
+        outcome = {t.qualname: {"reason": data["module_error"]} for t in job.functions}
+    elif reason is None and data == {}:
+        reason = "the worker wrote no result"
+    if reason is not None:
+        outcome["__reason__"] = reason
+        # The Function being checked when it died did not finish.
+        for qualname, entry in list(outcome.items()):
+            if qualname != "__reason__" and isinstance(entry, dict) and \
+                    entry.get("inputs") is None and not entry.get("reason"):
+                entry["reason"] = reason
+    return outcome, data.get("device")
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+    process.wait()
+
+
+def _exit_reason(status: int, log: str) -> str:
+    if status < 0:
+        name = signal.Signals(-status).name if -status in signal.Signals._value2member_map_ \
+            else str(-status)
+        hint = " (out of memory?)" if -status == signal.SIGKILL else ""
+        return f"the worker was killed by {name}{hint}"
+    tail = _tail(log)
+    return f"the worker exited with status {status}" + (f": {tail}" if tail else "")
+
+
+def _tail(log: str) -> str:
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 2000))
+            lines = handle.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def _read(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class _Progress:
+    """`[3/10] path` on one terminal line, rewritten as modules finish."""
+
+    def __init__(self, total: int, stream: TextIO | None) -> None:
+        self.total = total
+        self.count = 0
+        self.stream = stream
+
+    def step(self, label: str) -> None:
+        self.count += 1
+        if self.stream is not None:
+            self.stream.write(f"\r\x1b[2K[{self.count}/{self.total}] {label}"[:200])
+            self.stream.flush()
+
+    def done(self) -> None:
+        if self.stream is not None and self.total:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()

@@ -1,0 +1,133 @@
+"""Child process of the dynamic mode: import one module, check its Functions.
+
+    python -m autograd_lint.dynamic.worker REQUEST.json RESULT.json
+
+The request names the module, its import root, the Functions (qualified
+names and static facts) and the device. The result file is rewritten after
+each Function, so a later hang or crash keeps what was already found. The
+parent enforces the timeout and reads crashes from the exit status.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+
+def _write(path: str, result: dict[str, Any]) -> None:
+    temporary = f"{path}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(result, handle)
+    os.replace(temporary, path)
+
+
+def _limit_memory(megabytes: int | None) -> None:
+    if not megabytes:
+        return
+    try:
+        import resource
+
+        limit = megabytes * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ImportError, ValueError, OSError):
+        pass  # not on this platform: the parent's timeout still applies
+
+
+def _import(module: str, path: str, root: str) -> Any:
+    import importlib
+    import importlib.util
+
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module and not module.startswith(f"{exc.name}."):
+            raise
+    # Not importable by name (no package on the path): load the file itself.
+    spec = importlib.util.spec_from_file_location(module, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[module] = loaded
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def _describe_import_error(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"importing the module called sys.exit({exc.code!r})"
+    if isinstance(exc, MemoryError):
+        return "importing the module ran out of memory"
+    from .checks import first_line
+
+    return f"importing the module raised {first_line(exc)}"
+
+
+def main(request_path: str, result_path: str) -> int:
+    with open(request_path, encoding="utf-8") as handle:
+        request = json.load(handle)
+    _limit_memory(request.get("memory_limit_mb"))
+    result: dict[str, Any] = {"functions": {}, "module_error": None, "device": None}
+    _write(result_path, result)
+    # User code may print; keep our protocol on a file and theirs on stderr.
+    sys.stdout = sys.stderr
+    try:
+        import torch
+    except BaseException as exc:  # reported, whatever it is
+        result["module_error"] = f"torch cannot be imported here ({exc})"
+        _write(result_path, result)
+        return 0
+    device_name = request["device"]
+    if device_name == "auto":
+        device_name = "cuda" if torch.cuda.is_available() else "cpu"
+    if device_name == "cuda" and not torch.cuda.is_available():
+        result["module_error"] = "--device cuda, but CUDA is not available"
+        _write(result_path, result)
+        return 0
+    result["device"] = device_name
+    try:
+        module = _import(request["module"], request["path"], request["import_root"])
+    except BaseException as exc:  # user code: anything can come out
+        result["module_error"] = _describe_import_error(exc)
+        _write(result_path, result)
+        return 0
+
+    from .checks import NotChecked, Target, first_line, run_all
+
+    torch.manual_seed(0)
+    for spec in request["functions"]:
+        qualname = spec["qualname"]
+        entry: dict[str, Any] = {"findings": [], "reason": None, "inputs": None}
+        result["functions"][qualname] = entry
+        try:
+            cls: Any = module
+            for part in qualname.split("."):
+                if part == "<locals>":
+                    raise NotChecked("defined inside a function: not importable")
+                cls = getattr(cls, part)
+            target = Target(cls, spec["once_differentiable"], spec["has_jvp"],
+                            spec["has_vmap"], torch.device(device_name))
+            used = run_all(target)
+            entry["findings"] = target.findings
+            entry["inputs"] = used.describe()
+        except NotChecked as exc:
+            entry["reason"] = str(exc)
+        except MemoryError:
+            entry["reason"] = "ran out of memory"
+        except BaseException as exc:  # sys.exit and friends from user code
+            if isinstance(exc, SystemExit):
+                entry["reason"] = f"the Function called sys.exit({exc.code!r})"
+            elif isinstance(exc, KeyboardInterrupt):
+                raise
+            else:
+                entry["reason"] = f"checking raised {first_line(exc)}"
+        _write(result_path, result)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1], sys.argv[2])
+    sys.stderr.flush()
+    os._exit(code)  # skip interpreter teardown: user threads must not hold us

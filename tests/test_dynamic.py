@@ -1,0 +1,309 @@
+"""Dynamic mode (`check --dynamic`): each AGD rule positive and negative, the
+isolation of user code (hang, crash, exit, import error, memory), input
+declaration and synthesis, confirmation of static findings, PyTorch's own
+reference Functions, and the pytest plugin."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograd_lint.dynamic.runner import _Progress
+
+from .helpers import FIXTURES, ROOT
+
+torch = pytest.importorskip("torch")
+
+DYNAMIC = FIXTURES / "dynamic"
+
+
+def dynamic(*args: str, cwd: Path = ROOT, timeout: int = 600) -> tuple[int, list[dict], str]:
+    proc = subprocess.run([sys.executable, "-m", "autograd_lint", "check", "--isolated",
+                           "--no-cache", "--dynamic", "--format", "json", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def by_function(findings: list[dict]) -> dict[str, set[str]]:
+    result: dict[str, set[str]] = {}
+    for finding in findings:
+        result.setdefault(finding["function"], set()).add(finding["code"])
+    return result
+
+
+# -- every rule, positive and negative ----------------------------------------------
+EXPECTED = {
+    "WrongGradient": {"AGD001"},
+    "DetachedBackward": {"AGD002"},
+    "TooFewGradients": {"AGD003"},
+    "ScalarGradient": {"AGD004"},
+    "SinglePrecisionGradient": {"AGD004"},
+    "ChangesIncomingGradient": {"AGD005"},
+    "TensorOnCtx": {"AGD006"},
+    "ChangesSavedOutput": {"AGD007"},
+    "WrongTangent": {"AGD008"},
+    "WrongVmapRule": {"AGD009"},
+    "NoneGradientUnhandled": {"AGD010"},
+    "ChangesInput": {"AGD011"},
+    "BiasRequired": {"AGD012"},
+    "SwappedNeedsInputGrad": {"AGD013"},
+    "ContiguousOnly": {"AGD014"},
+    # Negatives: the same shapes done right.
+    "Clean": set(),
+    "DetachedOnceDifferentiable": set(),
+    "InPlaceMarkedDirty": set(),
+    "BiasOptional": set(),
+}
+
+
+@pytest.fixture(scope="module")
+def agd_cases() -> tuple[dict[str, set[str]], list[dict]]:
+    _, findings, _ = dynamic("--select", "AGD", str(DYNAMIC / "agd_cases.py"))
+    return by_function(findings), findings
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_rule_fires_on_its_bug_and_only_there(name: str, agd_cases) -> None:
+    reported, _ = agd_cases
+    assert reported.get(name, set()) == EXPECTED[name]
+
+
+def test_every_dynamic_rule_is_exercised() -> None:
+    from autograd_lint.registry import DYNAMIC_CODES
+
+    assert set().union(*EXPECTED.values()) == DYNAMIC_CODES - {"AGD900"}
+
+
+def test_messages_name_the_input_and_the_size_of_the_error(agd_cases) -> None:
+    _, findings = agd_cases
+    message = {f["function"]: f["message"] for f in findings}
+    assert "input 0 (`x`), max abs error 3.19" in message["WrongGradient"]
+    assert "synthesized inputs x=float64[3, 4]" in message["WrongGradient"]
+    assert "has dtype torch.float32, but the input has dtype torch.float64" in \
+        message["SinglePrecisionGradient"]
+    assert "input 0 (`x`)" in message["ChangesInput"] and "max change 1" in \
+        message["ChangesInput"]
+    assert "`bias` left as None, forward raises" in message["BiasRequired"]
+    assert "incorrect number of gradients (expected 2, got 1)" in message["TooFewGradients"]
+    line = {f["function"]: f["line"] for f in findings}
+    source = (DYNAMIC / "agd_cases.py").read_text().splitlines()
+    assert source[line["WrongGradient"] - 1].startswith("class WrongGradient(")
+
+
+# -- isolation -------------------------------------------------------------------------
+def test_hangs_crashes_exits_import_errors_and_memory_are_reported(tmp_path: Path) -> None:
+    code, findings, _ = dynamic("--select", "AGD", "--timeout", "10", "--memory-limit", "3000",
+                                "--jobs", "2", str(DYNAMIC / "isolation"))
+    reasons = {Path(f["path"]).stem: f["message"] for f in findings}
+    assert all(f["code"] == "AGD900" for f in findings) and code == 1
+    assert "timed out after 10 s" in reasons["hangs"]
+    assert "killed by SIGSEGV" in reasons["crashes"]
+    assert "called sys.exit(3)" in reasons["exits"]
+    assert "exited with status 4" in reasons["hard_exits"]
+    assert "No module named 'a_module_that_does_not_exist'" in reasons["import_error"]
+    assert "ran out of memory" in reasons["eats_memory"]
+    assert "healthy" not in reasons  # the run went on and checked it
+
+
+def test_nothing_runs_without_dynamic(tmp_path: Path) -> None:
+    marker = tmp_path / "ran.txt"
+    (tmp_path / "ops.py").write_text(textwrap.dedent(f'''\
+        import pathlib
+        import torch
+        pathlib.Path({str(marker)!r}).write_text("imported")
+
+
+        class Double(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+        '''))
+    plain = subprocess.run([sys.executable, "-m", "autograd_lint", "check", "--isolated",
+                            "--no-cache", "ops.py"], cwd=tmp_path, capture_output=True)
+    assert plain.returncode == 0 and not marker.exists()
+    code, findings, _ = dynamic("ops.py", cwd=tmp_path)
+    assert code == 0 and findings == [] and marker.exists()
+
+
+# -- inputs -----------------------------------------------------------------------------
+RESHAPER = textwrap.dedent('''\
+    import torch
+    {imports}
+
+    {decorator}
+    class RowSums(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, flat, rows):
+            ctx.shape = flat.shape
+            return flat.reshape(rows, -1).sum(dim=1)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad.repeat_interleave(ctx.shape[0] // grad.shape[0]), None
+    {extra}
+    ''')
+
+
+def test_undeclared_inputs_that_cannot_be_synthesized_are_agd900(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(RESHAPER.format(imports="", decorator="", extra=""))
+    _, findings, _ = dynamic("ops.py", cwd=tmp_path)
+    [finding] = findings
+    assert finding["code"] == "AGD900" and "could not build inputs" in finding["message"]
+    assert "@example_inputs" in finding["message"]
+
+
+@pytest.mark.parametrize("style", ["decorator", "staticmethod"])
+def test_declared_inputs_are_used(tmp_path: Path, style: str) -> None:
+    if style == "decorator":
+        source = RESHAPER.format(
+            imports="from autograd_lint.dynamic import example_inputs\n",
+            decorator="@example_inputs(lambda: (torch.rand(6), 3))", extra="")
+    else:
+        source = RESHAPER.format(imports="", decorator="", extra=textwrap.indent(
+            "\n@staticmethod\ndef gradcheck_inputs():\n    return [(torch.rand(6), 2)]\n",
+            "    "))
+    (tmp_path / "ops.py").write_text(source)
+    code, findings, _ = dynamic("ops.py", cwd=tmp_path)
+    assert code == 0 and findings == []
+    # A wrong backward is now caught, with the declared inputs.
+    (tmp_path / "ops.py").write_text(source.replace("return grad.repeat_interleave",
+                                                    "return 2 * grad.repeat_interleave"))
+    _, findings, _ = dynamic("ops.py", cwd=tmp_path)
+    assert [f["code"] for f in findings] == ["AGD001"]
+    assert "declared inputs" in findings[0]["message"]
+
+
+def test_synthesis_uses_names_defaults_and_index_tensors(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(textwrap.dedent('''\
+        import torch
+
+
+        class Gather(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, indices, dim, eps=1e-3):
+                ctx.save_for_backward(indices)
+                ctx.dim = dim
+                return x.index_select(dim, indices) * (1 + eps)
+
+            @staticmethod
+            def backward(ctx, grad):
+                (indices,) = ctx.saved_tensors
+                out = torch.zeros_like(grad).index_add_(ctx.dim, indices, grad)
+                return out * (1 + 1e-3), None, None, None
+        '''))
+    code, findings, _ = dynamic("ops.py", cwd=tmp_path)
+    assert code == 0 and findings == []
+
+
+# -- confirmation of static findings ----------------------------------------------------
+def test_static_findings_are_confirmed_or_not(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(textwrap.dedent('''\
+        import torch
+
+
+        class Leaky(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.x = x
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                if grad.dim() > 6:  # never on the checked inputs
+                    grad.mul_(2)
+                return grad * 2
+        '''))
+    _, findings, _ = dynamic("ops.py", cwd=tmp_path)
+    confirmed = {f["code"]: f["confirmed"] for f in findings}
+    assert confirmed == {"AGF001": True, "AGD006": None, "AGF006": False}
+
+
+# -- devices -----------------------------------------------------------------------------
+def test_device_choice(tmp_path: Path) -> None:
+    code, findings, _ = dynamic("--device", "cuda", "--select", "AGD",
+                                str(DYNAMIC / "isolation" / "healthy.py"))
+    if torch.cuda.is_available():
+        assert code == 0 and findings == []
+    else:
+        assert {f["code"] for f in findings} == {"AGD900"}
+        assert all("CUDA is not available" in f["message"] for f in findings)
+    code, findings, _ = dynamic("--device", "cpu", "--select", "AGD",
+                                str(DYNAMIC / "isolation" / "healthy.py"))
+    assert code == 0 and findings == []
+
+
+@pytest.mark.parametrize("flag, value", [("--timeout", "0"), ("--timeout", "soon"),
+                                         ("--memory-limit", "-1"), ("--device", "tpu")])
+def test_bad_dynamic_options_are_one_line_errors(flag: str, value: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "autograd_lint", "check", "--dynamic", flag,
+                           value, "."], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in \
+        proc.stderr
+
+
+def test_progress_line_rewrites_itself() -> None:
+    stream = io.StringIO()
+    progress = _Progress(2, stream)
+    progress.step("a.py")
+    progress.step("b.py")
+    progress.done()
+    assert stream.getvalue() == "\r\x1b[2K[1/2] a.py\r\x1b[2K[2/2] b.py\r\x1b[2K"
+    silent = _Progress(2, None)
+    silent.step("a.py")  # no stream: nothing to write to, nothing raised
+
+
+# -- PyTorch's reference Functions ----------------------------------------------------
+# Functions of torch.testing._internal.autograd_function_db whose gradients are
+# wrong by construction: that module feeds torch.func consistency tests (vmap,
+# jvp against vjp), which never compare with finite differences.
+KNOWN_WRONG_IN_TORCH_DB = {
+    # backward returns `grad_output * dinput + 6 * dinput`: ignores the second
+    # output's gradient and adds a constant.
+    "CubeGenVmap": {"AGD001"},
+    # backward returns 3 * x**2 without multiplying by the incoming gradient.
+    "NumpyCubeNotComposable": {"AGD001"},
+    # forward returns x unsorted (only the indices are sorted) but backward and
+    # jvp permute the gradient as if it were sorted.
+    "NumpySort": {"AGD001", "AGD008"},
+    # "scale = 3.14": gradient and tangent deliberately scaled.
+    "ScaleGradGenVmap": {"AGD001", "AGD008"},
+    # "Intentionally too-large gradient": zeros for an identity.
+    "ZeroGradientsGenVmap": {"AGD001", "AGD008"},
+}
+
+
+def test_torch_reference_functions_raise_no_false_alarm() -> None:
+    pytest.importorskip("expecttest")  # the db module imports it
+    import torch.testing._internal.autograd_function_db as db
+
+    _, findings, _ = dynamic("--select", "AGD", db.__file__)
+    reported = by_function(findings)
+    assert reported == KNOWN_WRONG_IN_TORCH_DB
+    # Every Function of the module was checked: none is AGD900.
+    assert len({f.__name__ for f in vars(db).values() if isinstance(f, type) and
+                issubclass(f, torch.autograd.Function) and f.__module__ == db.__name__}) == 15
+
+
+# -- pytest plugin ---------------------------------------------------------------------
+def test_pytest_plugin_collects_one_item_per_function(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text((DYNAMIC / "agd_cases.py").read_text())
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           "-n", "2", "--autograd-gradcheck", "ops.py", "-k",
+                           "Clean or WrongGradient or BiasOptional"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout and "1 failed" in proc.stdout
+    assert "FAILED ops.py::gradcheck[WrongGradient]" in proc.stdout
+    assert "AGD001 [gradcheck-failed]" in proc.stdout
