@@ -3,6 +3,7 @@
     autograd-lint check [PATH ...]   lint files and directories (default: .)
     autograd-lint rules              list the rules
     autograd-lint rule CODE          explain one rule
+    autograd-lint server             language server for editors (LSP, stdio)
 
 Exit status: 0 no findings, 1 findings, 2 usage, configuration or internal
 error. User mistakes get one line on stderr, never a traceback.
@@ -32,7 +33,7 @@ from .config import (
 )
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-COMMANDS = ("check", "rules", "rule")
+COMMANDS = ("check", "rules", "rule", "server")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -148,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     rule = commands.add_parser("rule", help="explain a rule")
     rule.add_argument("code", help="a rule code (AGF001) or name (ctx-tensor-attribute)")
+
+    commands.add_parser("server", help="run the language server (LSP over stdio)",
+                        description="Editor diagnostics and quick fixes over the Language "
+                                    "Server Protocol on stdin/stdout (needs pygls: "
+                                    "pip install 'autograd-lint[lsp]').")
     return parser
 
 
@@ -398,6 +404,16 @@ def run_rule(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_CLEAN
 
 
+def run_server() -> int:
+    try:
+        from .lsp import serve
+    except ImportError as exc:
+        raise ConfigError(f"the language server needs pygls and lsprotocol ({exc.name} is "
+                          "missing): pip install 'autograd-lint[lsp]'") from None
+    serve()
+    return EXIT_CLEAN
+
+
 # ---------------------------------------------------------------------------
 # main
 # ---------------------------------------------------------------------------
@@ -421,6 +437,8 @@ def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None)
             return run_check(args, out, err, keep)
         if args.command == "rules":
             return run_rules(args, out)
+        if args.command == "server":
+            return run_server()
         return run_rule(args, out)
     except ConfigError as exc:
         err.write(f"autograd-lint: error: {exc}\n")

@@ -130,7 +130,7 @@ def apply_fixes(text: str, findings: list[Finding]) -> FixResult:
     Returns the text unchanged (and nothing applied) when the result would not
     parse: a fix must never turn a working file into a broken one.
     """
-    lines = _Lines(text)
+    lines = LineIndex(text)
     chosen: list[tuple[int, int, str]] = []
     applied: list[Finding] = []
     taken: list[tuple[int, int]] = []
@@ -177,7 +177,7 @@ def _overlaps(span: tuple[int, int, str], taken: list[tuple[int, int]]) -> bool:
     return False
 
 
-class _Lines:
+class LineIndex:
     """Maps `ast` positions (1-based line, UTF-8 byte column) to text offsets."""
 
     def __init__(self, text: str) -> None:

@@ -278,3 +278,12 @@ def test_the_console_command_exits_with_the_status_and_all_output(tree: Path) ->
     piped = subprocess.run(f"{sys.executable} -m autograd_lint check pkg --no-cache | head -1",
                            shell=True, capture_output=True, text=True, cwd=tree)
     assert piped.stdout.count("\n") == 1 and "Traceback" not in piped.stderr
+
+
+def test_server_without_pygls_is_a_one_line_error(monkeypatch, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "pygls", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "pygls.lsp.server", None)
+    monkeypatch.delitem(sys.modules, "autograd_lint.lsp", raising=False)
+    code, out, err = run(capsys, "server")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "pip install 'autograd-lint[lsp]'" in err

@@ -1,0 +1,196 @@
+"""The language server, started as a real subprocess and driven over LSP by
+pygls' client: diagnostics on open / change / save, ranges, code actions."""
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls")
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from autograd_lint.fixes import LineIndex
+
+BUGGY = textwrap.dedent('''\
+    import torch
+
+
+    class Scale(torch.autograd.Function):
+        def forward(ctx, x):
+            ctx.x = x
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_variables
+            return grad * 2
+    ''')
+CLEAN = BUGGY.replace("    def forward", "    @staticmethod\n    def forward") \
+             .replace("ctx.x = x", "ctx.save_for_backward(x)") \
+             .replace("saved_variables", "saved_tensors")
+
+
+class Session:
+    """A client connected to `autograd-lint server`, collecting diagnostics."""
+
+    def __init__(self, client: LanguageClient) -> None:
+        self.client = client
+        self.diagnostics: asyncio.Queue[types.PublishDiagnosticsParams] = asyncio.Queue()
+
+    async def next_diagnostics(self, timeout: float = 30) -> list[types.Diagnostic]:
+        params = await asyncio.wait_for(self.diagnostics.get(), timeout)
+        return list(params.diagnostics)
+
+
+def run_session(root: Path, body: Callable[[Session], Awaitable[None]]) -> None:
+    async def main() -> None:
+        client = LanguageClient("test-client", "1")
+        session = Session(client)
+
+        @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
+            session.diagnostics.put_nowait(params)
+
+        await client.start_io(sys.executable, "-m", "autograd_lint", "server", cwd=str(root))
+        try:
+            await client.initialize_async(types.InitializeParams(
+                capabilities=types.ClientCapabilities(), root_uri=root.as_uri()))
+            client.initialized(types.InitializedParams())
+            await body(session)
+            await client.shutdown_async(None)
+            client.exit(None)
+        finally:
+            await client.stop()
+
+    asyncio.run(main())
+
+
+def open_document(session: Session, uri: str, text: str) -> None:
+    session.client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1,
+                                             text=text)))
+
+
+def replace_all(session: Session, uri: str, old: str, new: str, version: int) -> None:
+    lines = old.split("\n")
+    end = types.Position(line=len(lines) - 1, character=len(lines[-1]))
+    session.client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(0, 0), end=end), text=new)]))
+
+
+def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
+    """Apply LSP edits (UTF-16 positions; these test buffers are ASCII)."""
+    index = LineIndex(text)
+    spans = sorted(((index.starts[e.range.start.line] + e.range.start.character,
+                     index.starts[e.range.end.line] + e.range.end.character, e.new_text)
+                    for e in edits), reverse=True)
+    for start, end, new in spans:
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def test_diagnostics_on_open_change_and_code_actions(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.autograd-lint]\nignore = ["AGF008"]\n')
+    uri = (tmp_path / "ops.py").as_uri()
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, BUGGY)
+        diagnostics = await session.next_diagnostics()
+        by_code = {d.code: d for d in diagnostics}
+        assert set(by_code) == {"AGF001", "AGF103", "AGF213"}
+        leak = by_code["AGF001"]
+        assert leak.range == types.Range(start=types.Position(5, 8), end=types.Position(5, 17))
+        assert leak.severity == types.DiagnosticSeverity.Error
+        assert leak.source == "autograd-lint"
+        assert leak.code_description is not None
+        assert leak.code_description.href.endswith("/docs/rules/AGF001.md")
+        assert by_code["AGF103"].severity == types.DiagnosticSeverity.Warning
+        assert by_code["AGF103"].range.start == types.Position(4, 4)
+
+        # Quick fix: the safe rename, preferred, and a noqa suppression.
+        actions = await session.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=by_code["AGF213"].range,
+            context=types.CodeActionContext(diagnostics=[by_code["AGF213"]])))
+        titles = [a.title for a in actions]
+        assert titles == ["Use `saved_tensors` (AGF213)", "Suppress AGF213 on this line (# noqa)"]
+        fix, suppress = actions
+        assert fix.is_preferred and fix.kind == types.CodeActionKind.QuickFix
+        fixed = apply_edits(BUGGY, fix.edit.changes[uri])
+        assert "(x,) = ctx.saved_tensors\n" in fixed
+        silenced = apply_edits(BUGGY, suppress.edit.changes[uri])
+        assert "ctx.saved_variables  # noqa: AGF213\n" in silenced
+
+        # The staticmethod fix inserts a decorator with the def's indentation.
+        [add] = [a for a in await session.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=by_code["AGF103"].range,
+                context=types.CodeActionContext(diagnostics=[by_code["AGF103"]])))
+            if a.is_preferred]
+        assert "    @staticmethod\n    def forward(ctx, x):" in \
+            apply_edits(BUGGY, add.edit.changes[uri])
+
+        # Apply it through the protocol: the next diagnostics drop AGF213.
+        replace_all(session, uri, BUGGY, fixed, 2)
+        assert {d.code for d in await session.next_diagnostics()} == {"AGF001", "AGF103"}
+        replace_all(session, uri, fixed, CLEAN, 3)
+        assert await session.next_diagnostics() == []
+
+    run_session(tmp_path, body)
+
+
+def test_half_typed_buffer_is_agf000_and_the_server_stays_up(tmp_path: Path) -> None:
+    uri = (tmp_path / "ops.py").as_uri()
+    half = BUGGY.replace("        return grad * 2\n", "        return grad * (\n")
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, half)
+        [syntax] = await session.next_diagnostics()
+        assert syntax.code == "AGF000" and syntax.range.start.line == 11
+        # Several quick edits: one debounced result, for the last text.
+        replace_all(session, uri, half, half + "x = (", 2)
+        replace_all(session, uri, half + "x = (", CLEAN, 3)
+        assert await session.next_diagnostics() == []
+        await asyncio.sleep(0.6)
+        assert session.diagnostics.empty()  # the superseded change was never linted
+
+    run_session(tmp_path, body)
+
+
+def test_save_relints_and_close_clears(tmp_path: Path) -> None:
+    uri = (tmp_path / "ops.py").as_uri()
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, CLEAN)
+        assert await session.next_diagnostics() == []
+        session.client.text_document_did_save(types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+        assert await session.next_diagnostics() == []
+        session.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+        assert await session.next_diagnostics() == []
+
+    run_session(tmp_path, body)
+
+
+def test_the_edited_code_is_never_executed(tmp_path: Path) -> None:
+    marker = tmp_path / "ran.txt"
+    source = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n" + BUGGY
+    uri = (tmp_path / "ops.py").as_uri()
+    (tmp_path / "ops.py").write_text(source)
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, source)
+        assert "AGF001" in {d.code for d in await session.next_diagnostics()}
+
+    run_session(tmp_path, body)
+    assert not marker.exists()
