@@ -75,8 +75,8 @@ class GradcheckItem(pytest.Item):
             DEFAULT_MEMORY_LIMIT_MB,
             DynamicOptions,
             ModuleJob,
-            _findings,
-            _run_job,
+            outcome_findings,
+            run_job,
         )
         from .registry import DYNAMIC_CODES
 
@@ -88,14 +88,8 @@ class GradcheckItem(pytest.Item):
         job = ModuleJob(target.path, target.display, target.module, target.import_root,
                         [target])
         with tempfile.TemporaryDirectory(prefix="autograd-gradcheck-") as workdir:
-            outcome, _ = _run_job(job, options, workdir, 0)
-        entry = outcome.get(target.qualname)
-        if entry is None or entry.get("reason"):
-            reason = (entry or {}).get("reason") or outcome.get("__reason__", "no result")
-            raw = [{"code": "AGD900", "reason": reason}]
-        else:
-            raw = entry.get("findings", [])
-        findings = _findings(target, raw, DYNAMIC_CODES)
+            outcome, _ = run_job(job, options, workdir, 0)
+        findings, _ = outcome_findings(target, outcome, DYNAMIC_CODES)
         if findings:
             raise GradcheckFailure("\n".join(f"{f.code} [{f.name}] {f.message}"
                                              for f in findings))

@@ -307,3 +307,41 @@ def test_pytest_plugin_collects_one_item_per_function(tmp_path: Path) -> None:
     assert "2 passed" in proc.stdout and "1 failed" in proc.stdout
     assert "FAILED ops.py::gradcheck[WrongGradient]" in proc.stdout
     assert "AGD001 [gradcheck-failed]" in proc.stdout
+
+
+def test_guesses_never_become_findings() -> None:
+    """Callables cannot be synthesized; an error inside backward with guessed
+    inputs is "not checked", not AGD003; integer tensors on ctx are not AGD006;
+    and a project `copy.py` beside the module does not break the worker."""
+    _, findings, _ = dynamic("--select", "AGD", str(DYNAMIC / "shadowing"))
+    message = {f["function"]: f["message"] for f in findings}
+    assert {f["code"] for f in findings} == {"AGD900"}
+    assert "`run_function` looks like a callable" in message["Recompute"]
+    assert "with synthesized inputs" in message["NeedsProcessGroup"]
+    assert "KeepsIndices" not in message
+
+
+def test_declared_inputs_trust_errors_inside_backward(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(textwrap.dedent('''\
+        import torch
+
+
+        class Transposed(torch.autograd.Function):
+            @staticmethod
+            def gradcheck_inputs():
+                return (torch.rand(3, 4), torch.rand(4, 5))
+
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return a @ b
+
+            @staticmethod
+            def backward(ctx, grad):
+                a, b = ctx.saved_tensors
+                return grad @ b, a.t() @ grad  # first one needs b.t()
+        '''))
+    _, findings, _ = dynamic("ops.py", cwd=tmp_path)
+    [finding] = findings
+    assert finding["code"] == "AGD003" and "mat1 and mat2 shapes cannot be multiplied" in \
+        finding["message"]

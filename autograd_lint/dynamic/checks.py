@@ -14,7 +14,14 @@ from typing import Any
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from .inputs import Inputs, declared, differentiable_positions, synthesized, uses_setup_context
+from .inputs import (
+    Inputs,
+    Unsynthesizable,
+    declared,
+    differentiable_positions,
+    synthesized,
+    uses_setup_context,
+)
 
 Finding = dict[str, Any]
 
@@ -96,7 +103,12 @@ def choose_inputs(target: Target) -> Inputs:
             pass  # reported by the forward check
         return examples[0]
     errors: list[str] = []
-    for candidate in synthesized(target.cls, target.device):
+    try:
+        candidates = list(_bounded(synthesized(target.cls, target.device)))
+    except Unsynthesizable as exc:
+        raise NotChecked(f"cannot synthesize inputs: {exc}; declare them with "
+                         "`@example_inputs(...)` or a `gradcheck_inputs` staticmethod") from None
+    for candidate in candidates:
         try:
             output = target.apply(*fresh(candidate.args))
         except RuntimeError as exc:
@@ -123,6 +135,13 @@ def choose_inputs(target: Target) -> Inputs:
     last = errors[-1] if errors else "forward takes no inputs that can be synthesized"
     raise NotChecked(f"could not build inputs forward accepts (last try: {last}); declare "
                      "them with `@example_inputs(...)` or a `gradcheck_inputs` staticmethod")
+
+
+def _bounded(candidates: Any, limit: int = 200) -> Any:
+    for count, candidate in enumerate(candidates):
+        if count >= limit:
+            return
+        yield candidate
 
 
 # ---------------------------------------------------------------------------
@@ -230,15 +249,21 @@ def _check_ctx_attributes(target: Target, node: Any) -> None:
 
 
 def _tensor_description(value: Any) -> str | None:
-    if isinstance(value, torch.Tensor):
+    """What a ctx attribute holds, when it holds floating-point tensors (the
+    ones autograd tracks; integer indices and boolean masks carry no graph)."""
+    if _floating(value):
         return f"a tensor of shape {list(value.shape)}"
     if isinstance(value, (list, tuple, set)):
-        if any(isinstance(v, torch.Tensor) for v in value):
+        if any(_floating(v) for v in value):
             return f"a {type(value).__name__} of tensors"
     elif isinstance(value, dict):
-        if any(isinstance(v, torch.Tensor) for v in value.values()):
+        if any(_floating(v) for v in value.values()):
             return "a dict of tensors"
     return None
+
+
+def _floating(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex())
 
 
 _SHAPE_ERROR = "returned an invalid gradient at index"
@@ -246,6 +271,12 @@ _SHAPE_ERROR = "returned an invalid gradient at index"
 
 def _report_backward_error(target: Target, inputs: Inputs, exc: Exception) -> None:
     message = first_line(exc)
+    if not inputs.declared and _raised_in_user_code(exc):
+        # With guessed inputs, only autograd's own verdict on what backward
+        # returned is trusted; an error inside backward may be about the guess.
+        raise NotChecked(f"backward raised {message} with synthesized inputs; declare "
+                         "inputs with `@example_inputs(...)` or a `gradcheck_inputs` "
+                         "staticmethod to check it")
     if _SHAPE_ERROR in message:
         # "... at index 0 - got [3] but expected shape compatible with [3, 4]"
         tail = message.split(_SHAPE_ERROR, 1)[1]
@@ -258,6 +289,21 @@ def _report_backward_error(target: Target, inputs: Inputs, exc: Exception) -> No
                       got=f"shape {got}", expected=f"shape {expected}")
         return
     target.report("AGD003", where="backward", detail=message)
+
+
+def _raised_in_user_code(exc: BaseException) -> bool:
+    """Whether the traceback reaches code outside torch and this package
+    (backward's own body), rather than ending in autograd's checks."""
+    import os
+
+    ours = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
+    frame = exc.__traceback__
+    while frame is not None:
+        filename = os.path.abspath(frame.tb_frame.f_code.co_filename)
+        if not filename.startswith(ours) and not filename.startswith("<"):
+            return True
+        frame = frame.tb_next
+    return False
 
 
 def _check_raw_gradients(target: Target, inputs: Inputs, args: tuple[Any, ...], node: Any,

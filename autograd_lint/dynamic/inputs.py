@@ -26,7 +26,8 @@ KNOWN_VALUES: dict[str, tuple[Any, ...]] = {
     "lambd": (0.5,), "threshold": (0.5,), "min": (0.0,), "max": (1.0,), "temperature": (1.0,),
     "training": (False,), "inplace": (False,), "keepdim": (False,), "descending": (False,),
     "causal": (False,), "transpose": (False,), "reduction": ("mean", "sum", "none"),
-    "num_groups": (1,), "chunks": (1,), "k": (1,), "n": (1,), "idx": (0,),
+    "num_groups": (1,), "chunks": (1,), "idx": (0,), "affine": (True, False),
+    "elementwise_affine": (True, False), "bidirectional": (False,), "deterministic": (True,),
     "scale": (2.0,), "factor": (2.0,), "exponent": (2.0,), "power": (2.0,),
 }
 # Parameters that are index tensors: the identity permutation along `dim` is
@@ -164,6 +165,39 @@ def _index_tensor(shape: tuple[int, ...], context: dict[str, Any],
     return torch.arange(size, device=device)
 
 
+class Unsynthesizable(Exception):
+    """A parameter no guess fits (a callable, a module, a process group)."""
+
+
+# Parameters that are not tensors and cannot be made up: a guessed tensor there
+# would only produce findings about the guess.
+CALLABLE_NAMES = frozenset({"func", "fn", "function", "run_function", "callback", "closure",
+                            "forward_fn", "backward_fn", "hook", "op", "kernel", "f"})
+OBJECT_NAMES = frozenset({"module", "model", "layer", "layers", "group", "process_group", "pg",
+                          "portal", "config", "cfg", "options", "opts", "optimizer", "handle",
+                          "stream", "context", "comm", "communicator", "mesh", "device_mesh",
+                          "tokenizer", "cache", "state", "manager", "policy", "self"})
+_BOOL_PREFIXES = ("is_", "use_", "has_", "enable_", "do_", "apply_", "return_", "need_",
+                  "should_", "with_")
+_INT_PREFIXES = ("num_", "n_")
+_INT_SUFFIXES = ("_size", "_dim", "_len", "_rank", "_idx", "_id", "_count", "_heads")
+
+
+def _classify(name: str) -> list[Any] | None:
+    """Candidates from the shape of a parameter's name, or None (a tensor)."""
+    lowered = name.lower()
+    if lowered in CALLABLE_NAMES or lowered.endswith(("_fn", "_func", "_function", "_hook")):
+        raise Unsynthesizable(f"`{name}` looks like a callable")
+    if lowered in OBJECT_NAMES or lowered.endswith(("_group", "_module", "_config", "_model")):
+        raise Unsynthesizable(f"`{name}` looks like an object, not a tensor")
+    if lowered.startswith(_BOOL_PREFIXES) or lowered.endswith("_flag"):
+        return [False, True]
+    if lowered.startswith(_INT_PREFIXES) or lowered.endswith(_INT_SUFFIXES) or \
+            lowered in ("rank", "world_size", "size", "length", "seq_len", "heads", "head_dim"):
+        return [1, 2]
+    return None
+
+
 def _choices(parameter: inspect.Parameter, shape: tuple[int, ...]) -> list[Any]:
     name = parameter.name
     annotation = str(parameter.annotation)
@@ -171,6 +205,10 @@ def _choices(parameter: inspect.Parameter, shape: tuple[int, ...]) -> list[Any]:
     tensorish = "Tensor" in annotation
     if default is not parameter.empty and default is not None:
         return [default]
+    if not tensorish and default is parameter.empty:
+        classified = _classify(name)
+        if classified is not None:
+            return classified
     if default is None:
         if tensorish or name in TENSOR_NAMES:
             return [_float_tensor, None]

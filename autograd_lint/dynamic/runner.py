@@ -93,7 +93,7 @@ def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], froz
     progress = _Progress(len(jobs), progress_stream if options.progress else None)
     with tempfile.TemporaryDirectory(prefix="autograd-lint-dynamic-") as workdir, \
             ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        futures = [pool.submit(_run_job, job, options, workdir, n) for n, job in enumerate(jobs)]
+        futures = [pool.submit(run_job, job, options, workdir, n) for n, job in enumerate(jobs)]
         for job, future in zip(jobs, futures, strict=True):
             outcome, device = future.result()
             progress.step(job.display)
@@ -101,16 +101,10 @@ def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], froz
                 devices.add(device)
             codes = codes_for(job.path)
             for target in job.functions:
-                entry = outcome.get(target.qualname)
-                name = target.qualname.rsplit(".", 1)[-1]
-                if entry is None or entry.get("reason"):
-                    reason = entry.get("reason") if entry else outcome.get("__reason__",
-                                                                             "no result")
-                    findings.extend(_findings(target, [{"code": "AGD900", "reason": reason}],
-                                              codes))
-                    continue
-                checked.add((target.display, name))
-                findings.extend(_findings(target, entry.get("findings", []), codes))
+                found, complete = outcome_findings(target, outcome, codes)
+                findings.extend(found)
+                if complete:
+                    checked.add((target.display, target.qualname.rsplit(".", 1)[-1]))
     progress.done()
     return DynamicResult(findings, checked, ",".join(sorted(devices)) or None)
 
@@ -131,7 +125,18 @@ def confirm(static: list[Finding], result: DynamicResult) -> list[Finding]:
     return marked
 
 
-def _findings(target: FunctionTarget, raw: list[dict[str, Any]],
+def outcome_findings(target: FunctionTarget, outcome: dict[str, Any],
+                     codes: frozenset[str]) -> tuple[list[Finding], bool]:
+    """A Function's findings from its worker's outcome, and whether it was
+    checked to the end (False: AGD900 says why not)."""
+    entry = outcome.get(target.qualname)
+    if entry is None or entry.get("reason"):
+        reason = (entry or {}).get("reason") or outcome.get("__reason__", "no result")
+        return findings_for(target, [{"code": "AGD900", "reason": reason}], codes), False
+    return findings_for(target, entry.get("findings", []), codes), True
+
+
+def findings_for(target: FunctionTarget, raw: list[dict[str, Any]],
               codes: frozenset[str]) -> list[Finding]:
     found = []
     name = target.qualname.rsplit(".", 1)[-1]
@@ -152,7 +157,7 @@ def _findings(target: FunctionTarget, raw: list[dict[str, Any]],
     return found
 
 
-def _run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
+def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
              number: int) -> tuple[dict[str, Any], str | None]:
     """Run one module's worker; returns {qualname: entry} (plus `__reason__`
     when the worker died) and the device it used."""
@@ -170,7 +175,7 @@ def _run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
     with open(log, "wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=env,
-                                   cwd=os.path.dirname(os.path.abspath(job.path)),
+                                   cwd=job.import_root,
                                    start_new_session=True)  # its children die with it
         reason = None
         try:

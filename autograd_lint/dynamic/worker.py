@@ -69,6 +69,10 @@ def main(request_path: str, result_path: str) -> int:
     with open(request_path, encoding="utf-8") as handle:
         request = json.load(handle)
     _limit_memory(request.get("memory_limit_mb"))
+    # `-m` put the working directory first on sys.path: a project's own
+    # `copy.py` or `types.py` would shadow the standard library under torch.
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]  # the module's own root goes back on after torch is imported
     result: dict[str, Any] = {"functions": {}, "module_error": None, "device": None}
     _write(result_path, result)
     # User code may print; keep our protocol on a file and theirs on stderr.
