@@ -345,3 +345,14 @@ def test_declared_inputs_trust_errors_inside_backward(tmp_path: Path) -> None:
     [finding] = findings
     assert finding["code"] == "AGD003" and "mat1 and mat2 shapes cannot be multiplied" in \
         finding["message"]
+
+
+def test_torch_own_legacy_functions_are_not_blamed_for_guessed_inputs() -> None:
+    """torch.nn's CrossMapLRN2d raises inside its backward for a guessed `size`:
+    an error in backward's body (even in a file under torch/) is about the guess."""
+    import torch.nn.modules._functions as legacy
+
+    _, findings, _ = dynamic("--select", "AGD", legacy.__file__)
+    codes = by_function(findings)
+    assert codes["CrossMapLRN2d"] == {"AGD900"}
+    assert all(code == {"AGD900"} for code in codes.values())

@@ -292,11 +292,13 @@ def _report_backward_error(target: Target, inputs: Inputs, exc: Exception) -> No
 
 
 def _raised_in_user_code(exc: BaseException) -> bool:
-    """Whether the traceback reaches code outside torch and this package
-    (backward's own body), rather than ending in autograd's checks."""
+    """Whether the traceback reaches code outside autograd's machinery and this
+    package (backward's own body, wherever it lives: torch's own Functions too),
+    rather than ending in autograd's checks of what backward returned."""
     import os
 
-    ours = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
+    ours = (os.path.join(os.path.dirname(torch.__file__), "autograd") + os.sep,
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
     frame = exc.__traceback__
     while frame is not None:
         filename = os.path.abspath(frame.tb_frame.f_code.co_filename)
