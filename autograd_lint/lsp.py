@@ -41,6 +41,7 @@ class AutogradLintServer(LanguageServer):
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.findings: dict[str, list[Finding]] = {}  # by uri, for code actions
+        self.reported_errors: set[str] = set()  # configuration errors already shown
         from .config import ConfigFinder
 
         self.configs = ConfigFinder(Path.cwd())
@@ -97,8 +98,17 @@ def _position(lines: LineIndex, line: int, byte_column: int) -> types.Position:
 
 
 def publish(server: AutogradLintServer, uri: str) -> None:
+    from .config import ConfigError
+
     try:
         findings = lint_document(server, uri)
+    except ConfigError as exc:  # the user's to fix: say so once, as the CLI would
+        message = f"autograd-lint: {exc}"
+        if message not in server.reported_errors:
+            server.reported_errors.add(message)
+            server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                               message=message))
+        return
     except Exception:  # one buffer's internal error must not take the server down
         log.exception("autograd-lint failed on %s", uri)
         return

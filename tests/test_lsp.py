@@ -42,6 +42,7 @@ class Session:
     def __init__(self, client: LanguageClient) -> None:
         self.client = client
         self.diagnostics: asyncio.Queue[types.PublishDiagnosticsParams] = asyncio.Queue()
+        self.messages: asyncio.Queue[types.ShowMessageParams] = asyncio.Queue()
 
     async def next_diagnostics(self, timeout: float = 30) -> list[types.Diagnostic]:
         params = await asyncio.wait_for(self.diagnostics.get(), timeout)
@@ -56,6 +57,10 @@ def run_session(root: Path, body: Callable[[Session], Awaitable[None]]) -> None:
         @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
             session.diagnostics.put_nowait(params)
+
+        @client.feature(types.WINDOW_SHOW_MESSAGE)
+        def on_message(params: types.ShowMessageParams) -> None:
+            session.messages.put_nowait(params)
 
         await client.start_io(sys.executable, "-m", "autograd_lint", "server", cwd=str(root))
         try:
@@ -194,3 +199,22 @@ def test_the_edited_code_is_never_executed(tmp_path: Path) -> None:
 
     run_session(tmp_path, body)
     assert not marker.exists()
+
+
+def test_a_bad_configuration_is_shown_once_and_the_server_stays_up(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.autograd-lint]\nselect = ["AGF999"]\n')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "pyproject.toml").write_text("[tool.autograd-lint]\n")
+    bad, good = (tmp_path / "ops.py").as_uri(), (tmp_path / "sub" / "ops.py").as_uri()
+
+    async def body(session: Session) -> None:
+        open_document(session, bad, BUGGY)
+        message = await asyncio.wait_for(session.messages.get(), 30)
+        assert message.type == types.MessageType.Error
+        assert "unknown rule code or prefix 'AGF999'" in message.message
+        replace_all(session, bad, BUGGY, CLEAN, 2)
+        open_document(session, good, BUGGY)  # a file with a valid configuration still works
+        assert "AGF001" in {d.code for d in await session.next_diagnostics()}
+        assert session.messages.empty()  # the same error is not repeated
+
+    run_session(tmp_path, body)
