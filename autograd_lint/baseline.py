@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import __version__
 from .config import ConfigError
+from .files import write_atomically
 from .findings import Finding
 from .lines import SourceLines
 
@@ -51,12 +52,8 @@ def write_baseline(file: str, findings: list[Finding], lines: SourceLines) -> No
                for f, fp in zip(findings, prints, strict=True)]
     data = {"tool": "autograd-lint", "tool_version": __version__,
             "format": FORMAT_VERSION, "findings": entries}
-    temporary = f"{file}.tmp{os.getpid()}"
     try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
-        os.replace(temporary, file)
+        write_atomically(file, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot write baseline {file}: {exc.strerror or exc}") from exc
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .files import write_atomically
 from .findings import Finding, Fix
 from .scan import FileScan
 
@@ -181,9 +182,7 @@ class Cache:
             ignore = self.directory / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# Created by autograd-lint\n*\n", encoding="utf-8")
-            temporary = self.directory / f".{name}.{os.getpid()}.tmp"
-            with open(temporary, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, separators=(",", ":"))
-            os.replace(temporary, self.directory / name)
+            write_atomically(self.directory / name,
+                             json.dumps(data, separators=(",", ":")).encode("utf-8"))
         except OSError:
             pass  # a read-only checkout: run without the cache

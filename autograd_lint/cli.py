@@ -15,9 +15,9 @@ import contextlib
 import gc
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from . import __version__
 from .config import (
@@ -31,6 +31,9 @@ from .config import (
     resolve_codes,
     validate_selector,
 )
+
+if TYPE_CHECKING:  # the engine loads only when a check runs
+    from .engine import LintResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 COMMANDS = ("check", "rules", "rule", "server")
@@ -47,34 +50,23 @@ def _codes_arg(text: str) -> list[str]:
     return [part for part in text.replace(" ", ",").split(",") if part]
 
 
-def _jobs_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of jobs, got {text!r}")
-    return value
+def _number_arg(kind: type[int] | type[float], lowest: float, expected: str, *,
+                strict: bool = False) -> Callable[[str], float]:
+    """An argparse type: `kind(text)` at least `lowest` (above it when strict)."""
+    def convert(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not (value > lowest if strict else value >= lowest):  # NaN too
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+    return convert
 
 
-def _seconds_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
-def _megabytes_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected megabytes (0: no limit), got {text!r}")
-    return value
+_jobs_arg = _number_arg(int, 1, "a positive number of jobs")
+_seconds_arg = _number_arg(float, 0, "a positive number of seconds", strict=True)
+_megabytes_arg = _number_arg(int, 0, "megabytes (0: no limit)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -273,7 +265,8 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
         return _show_diff(args, result, paths, out, err)
     fixed = 0
     if args.fix:
-        from .fixes import plan_changes, write_atomically
+        from .files import write_atomically
+        from .fixes import plan_changes
 
         for _ in range(MAX_FIX_ROUNDS):
             changes = plan_changes(result.findings, unsafe=args.unsafe_fixes, paths=paths)
@@ -335,7 +328,7 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
 
 
-def _run_dynamic(args: argparse.Namespace, result: object, plan: _Plan,
+def _run_dynamic(args: argparse.Namespace, result: LintResult, plan: _Plan,
                  err: TextIO) -> list:
     """Run the dynamic checks on the Functions found; static findings they
     cover get `confirmed`."""
@@ -347,27 +340,27 @@ def _run_dynamic(args: argparse.Namespace, result: object, plan: _Plan,
         device=args.device, timeout=args.timeout, jobs=args.jobs or os.cpu_count() or 1,
         memory_limit_mb=memory or None,
         progress=args.format == "text" and err.isatty())
-    dynamic = run_dynamic(result.functions, plan.codes_for, options, err)  # type: ignore[attr-defined]
-    static = confirm(result.findings, dynamic)  # type: ignore[attr-defined]
+    dynamic = run_dynamic(result.functions, plan.codes_for, options, err)
+    static = confirm(result.findings, dynamic)
     return sort_findings(static + dynamic.findings)
 
 
-def _show_diff(args: argparse.Namespace, result: object, paths: dict[str, str],
+def _show_diff(args: argparse.Namespace, result: LintResult, paths: dict[str, str],
                out: TextIO, err: TextIO) -> int:
     """--diff: the first round of fixes as a unified diff; nothing is written."""
     from .fixes import plan_changes, unified_diff
 
-    changes = plan_changes(result.findings, unsafe=args.unsafe_fixes,  # type: ignore[attr-defined]
+    changes = plan_changes(result.findings, unsafe=args.unsafe_fixes,
                            paths=paths)
     for change in changes:
         out.write(unified_diff(change))
     count = sum(len(change.applied) for change in changes)
-    for path, message in result.errors:  # type: ignore[attr-defined]
+    for path, message in result.errors:
         err.write(f"autograd-lint: error: {path}: {message}\n")
     if not args.quiet:
         err.write(f"Would fix {count} finding{'' if count == 1 else 's'}.\n" if count
                   else "No fixes available.\n")
-    if result.errors:  # type: ignore[attr-defined]
+    if result.errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if count and not args.exit_zero else EXIT_CLEAN
 

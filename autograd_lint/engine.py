@@ -561,6 +561,11 @@ def _broken_files(paths: list[str]) -> set[str]:
     return broken
 
 
+# Every way to define a Function subclass in a module spells this: torch's
+# `Function`, `InplaceFunction`, an alias imported `... Function as F`.
+FUNCTION_WORD = "Function"
+
+
 def lint_source(source: str | bytes, path: str = "<string>",
                 codes: Iterable[str] | None = None, *, tree: ast.Module | None = None,
                 module_name: tuple[str, bool] | None = None) -> list[Finding]:
@@ -571,12 +576,16 @@ def lint_source(source: str | bytes, path: str = "<string>",
     caller knows it better than the file's location does (pylint does)."""
     enabled = frozenset(codes) if codes is not None else default_codes()
     if tree is None:
+        if "AGF000" not in enabled and isinstance(source, str) and FUNCTION_WORD not in source:
+            return []  # nothing to report, not even a syntax error: skip the parse
         text, tree, syntax = parse_text(path, source)
         if syntax is not None:
             return [syntax] if "AGF000" in enabled else []
     else:
         text = source if isinstance(source, str) else decode_source(source)
     assert tree is not None and text is not None
+    if FUNCTION_WORD not in text:
+        return []  # a lone module defines no Function without spelling the word
     if module_name is not None:
         module = build_module(path, module_name[0], module_name[1], tree, text)
     else:

@@ -1,6 +1,7 @@
 """Which files a run checks: explicit files, and `.py` files under directories."""
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 
@@ -50,3 +51,27 @@ def iter_python_files(root: str | os.PathLike[str],
                 except OSError:
                     continue
         stack.extend(reversed(subdirs))
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace (or create) the file in one step: a crash leaves the old file or
+    the new one, never half of one. An existing file keeps its permissions."""
+    import tempfile  # only runs that write pay for it
+
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".autograd-lint-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # what open() would have created
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

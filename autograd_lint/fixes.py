@@ -9,14 +9,11 @@ ruff does), and the result must still parse or nothing is changed.
 from __future__ import annotations
 
 import ast
-import contextlib
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .findings import SAFE, UNSAFE, Edit, Finding, Fix
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+from .lines import LineIndex
 
 
 # ---------------------------------------------------------------------------
@@ -177,36 +174,6 @@ def _overlaps(span: tuple[int, int, str], taken: list[tuple[int, int]]) -> bool:
     return False
 
 
-class LineIndex:
-    """Maps `ast` positions (1-based line, UTF-8 byte column) to text offsets."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
-        self.newline = m.group() if (m := _LINE_BREAK.search(text)) else "\n"
-
-    def line_text(self, line: int) -> str:
-        start = self.starts[line - 1]
-        end = self.starts[line] if line < len(self.starts) else len(self.text)
-        return self.text[start:end]
-
-    def offset(self, line: int, column: int) -> int:
-        if line < 1 or line > len(self.starts):
-            raise IndexError(line)
-        content = self.line_text(line).encode("utf-8")
-        if column > len(content):
-            raise IndexError(column)
-        return self.starts[line - 1] + len(content[:column].decode("utf-8", errors="ignore"))
-
-    def indent(self, text: str, line: int) -> str:
-        """New lines in `text` take the file's newline and `line`'s indentation."""
-        if "\n" not in text:
-            return text
-        current = self.line_text(line)
-        indentation = current[: len(current) - len(current.lstrip(" \t"))]
-        return text.replace("\n", self.newline + indentation)
-
-
 # ---------------------------------------------------------------------------
 # Files
 # ---------------------------------------------------------------------------
@@ -245,26 +212,6 @@ def plan_changes(findings: list[Finding], *, unsafe: bool,
         if result.applied:
             changes.append(FileChange(path, display, text, result.text, result.applied, bom))
     return changes
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """Replace the file in one step (a crash leaves the old or the new file,
-    never half of one), keeping its permissions."""
-    import os
-    import tempfile
-
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".autograd-lint-", suffix=".tmp",
-                                         dir=directory)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(temporary, os.stat(path).st_mode & 0o7777)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 def unified_diff(change: FileChange) -> str:

@@ -19,8 +19,6 @@ from .registry import all_rules
 
 # Off unless selected, like in the CLI (info rules).
 DEFAULT_IGNORED = tuple(rule.code for rule in all_rules() if not rule.default)
-# flake8 reports syntax errors itself (E999); AGF301 needs a whole tree.
-SINGLE_FILE_EXCLUDED = ("AGF000", "AGF301")
 
 
 class Flake8Checker:
@@ -38,16 +36,14 @@ class Flake8Checker:
         parser.extend_default_ignore(list(DEFAULT_IGNORED))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        source = "".join(self.lines) if self.lines is not None else None
-        if source is not None and "Function" not in source:
-            return  # no Function can be defined here (aliases name it too)
+        source = "".join(self.lines) if self.lines is not None else ast.unparse(self.tree)
+        if "Function" not in source:
+            return  # before importing the engine: most files end here
         from .engine import lint_source
         from .registry import RULES
 
-        if source is None:
-            source = ast.unparse(self.tree)
-        codes = frozenset(code for code in RULES if code not in SINGLE_FILE_EXCLUDED)
-        # flake8 applies its own line suppressions; lint_source adds the file-level form.
-        for finding in lint_source(source, self.filename, codes, tree=self.tree):
+        # flake8 selects codes and applies its own line suppressions; lint_source
+        # adds the file-level form. A tree in hand means no AGF000.
+        for finding in lint_source(source, self.filename, RULES, tree=self.tree):
             yield (finding.line, finding.column, f"{finding.code} {finding.message}",
                    type(self))

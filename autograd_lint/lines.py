@@ -1,47 +1,93 @@
-"""Source lines of reported files, read only when an output needs them.
+"""Positions in source text: one index per text, one cache per run.
 
-Findings carry `ast` positions (UTF-8 byte columns); SARIF, GitHub annotations
-and editors count characters, and baselines fingerprint a finding by the text
-of its line. Reading a file again costs little next to checking it, and only
-files with findings are read.
+Findings carry `ast` positions (1-based lines, UTF-8 byte columns). Fixes need
+text offsets, SARIF and editors count UTF-16 units, GitHub annotations count
+characters, and baselines fingerprint a finding by the text of its line; all
+of them go through `LineIndex`. `SourceLines` reads the reported files again
+(only those with findings) for the outputs.
 """
 from __future__ import annotations
 
 import re
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what `ast` counts as a new line
+
+
+class LineIndex:
+    """Maps `ast` positions in one text to offsets, characters and UTF-16 units."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+        self.newline = m.group() if (m := LINE_BREAK.search(text)) else "\n"
+
+    def line_text(self, line: int) -> str:
+        """The line with its line break."""
+        start = self.starts[line - 1]
+        end = self.starts[line] if line < len(self.starts) else len(self.text)
+        return self.text[start:end]
+
+    def line(self, line: int) -> str:
+        """The line without its line break; "" past either end."""
+        if not 1 <= line <= len(self.starts):
+            return ""
+        return self.line_text(line).rstrip("\r\n")
+
+    def _prefix(self, line: int, byte_column: int) -> str:
+        text = self.line(line)
+        if text.isascii():
+            return text[:byte_column]
+        return text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore")
+
+    def characters(self, line: int, byte_column: int) -> int:
+        """A byte column as a count of characters."""
+        return len(self._prefix(line, byte_column))
+
+    def utf16(self, line: int, byte_column: int) -> int:
+        """A byte column in UTF-16 code units (LSP's and SARIF's default)."""
+        prefix = self._prefix(line, byte_column)
+        return len(prefix) if prefix.isascii() else len(prefix.encode("utf-16-le")) // 2
+
+    def offset(self, line: int, column: int) -> int:
+        """The text offset of a position; IndexError when it is not in the text."""
+        if line < 1 or line > len(self.starts):
+            raise IndexError(line)
+        content = self.line_text(line).encode("utf-8")
+        if column > len(content):
+            raise IndexError(column)
+        return self.starts[line - 1] + len(content[:column].decode("utf-8", errors="ignore"))
+
+    def indent(self, text: str, line: int) -> str:
+        """New lines in `text` take the text's newline and `line`'s indentation."""
+        if "\n" not in text:
+            return text
+        current = self.line_text(line)
+        indentation = current[: len(current) - len(current.lstrip(" \t"))]
+        return text.replace("\n", self.newline + indentation)
 
 
 class SourceLines:
+    """The `LineIndex` of each reported file, read on first use."""
+
     def __init__(self, paths: dict[str, str] | None = None) -> None:
         self._paths = paths or {}  # shown path -> file system path, where they differ
-        self._files: dict[str, list[str]] = {}
+        self._files: dict[str, LineIndex] = {}
 
-    def lines(self, path: str) -> list[str]:
+    def index(self, path: str) -> LineIndex:
         if path not in self._files:
             try:
                 with open(self._paths.get(path, path), "rb") as handle:
                     text = handle.read().decode("utf-8", errors="replace")
             except OSError:
                 text = ""
-            self._files[path] = _LINE_BREAK.split(text.removeprefix("\ufeff"))
+            self._files[path] = LineIndex(text.removeprefix("\ufeff"))
         return self._files[path]
 
     def line(self, path: str, line: int) -> str:
-        lines = self.lines(path)
-        return lines[line - 1] if 0 < line <= len(lines) else ""
+        return self.index(path).line(line)
 
     def character_column(self, path: str, line: int, byte_column: int) -> int:
-        """A 0-based UTF-8 byte column as a 0-based count of characters."""
-        text = self.line(path, line)
-        if text.isascii():
-            return byte_column
-        return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
+        return self.index(path).characters(line, byte_column)
 
     def utf16_column(self, path: str, line: int, byte_column: int) -> int:
-        """The same position in UTF-16 code units (LSP's and SARIF's default)."""
-        text = self.line(path, line)
-        if text.isascii():
-            return byte_column
-        prefix = text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore")
-        return len(prefix.encode("utf-16-le")) // 2
+        return self.index(path).utf16(line, byte_column)

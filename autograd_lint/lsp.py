@@ -22,7 +22,7 @@ from pygls.uris import to_fs_path
 
 from . import __version__
 from .findings import Finding, Fix
-from .fixes import LineIndex
+from .lines import LineIndex
 
 DEBOUNCE_SECONDS = 0.3
 SOURCE = "autograd-lint"
@@ -48,13 +48,12 @@ class AutogradLintServer(LanguageServer):
 
 
 def codes_for(server: AutogradLintServer, path: str) -> frozenset[str]:
-    """The rules the command line would run on this file."""
+    """The rules the command line would run on this file (a buffer is never a
+    tree scan and never runs: tree-only and dynamic rules stay silent)."""
     from .config import drop_matching, resolve_codes
-    from .registry import DYNAMIC_CODES
 
     config = server.configs.for_path(path, is_dir=False)
-    codes = drop_matching(resolve_codes([config.selection]), frozenset(config.ignored_for(path)))
-    return frozenset(codes - DYNAMIC_CODES - {"AGF301"})  # no tree scan, no running code
+    return drop_matching(resolve_codes([config.selection]), frozenset(config.ignored_for(path)))
 
 
 def lint_document(server: AutogradLintServer, uri: str) -> list[Finding]:
@@ -72,7 +71,8 @@ def to_diagnostic(finding: Finding, lines: LineIndex) -> types.Diagnostic:
     if finding.end_line is not None and finding.end_column is not None:
         end = _position(lines, finding.end_line, finding.end_column)
     else:  # to the end of the line
-        end = types.Position(start.line, len(_line(lines, finding.line).encode("utf-16-le")) // 2)
+        end = types.Position(start.line, lines.utf16(finding.line, len(lines.line(finding.line)
+                                                                      .encode("utf-8"))))
     return types.Diagnostic(
         range=types.Range(start=start, end=end),
         message=finding.message,
@@ -84,17 +84,9 @@ def to_diagnostic(finding: Finding, lines: LineIndex) -> types.Diagnostic:
     )
 
 
-def _line(lines: LineIndex, line: int) -> str:
-    if not 1 <= line <= len(lines.starts):
-        return ""
-    return lines.line_text(line).rstrip("\r\n")
-
-
 def _position(lines: LineIndex, line: int, byte_column: int) -> types.Position:
     """An ast position (1-based line, UTF-8 bytes) in LSP terms (0-based, UTF-16)."""
-    text = _line(lines, line)
-    prefix = text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore")
-    return types.Position(line=max(line - 1, 0), character=len(prefix.encode("utf-16-le")) // 2)
+    return types.Position(line=max(line - 1, 0), character=lines.utf16(line, byte_column))
 
 
 def publish(server: AutogradLintServer, uri: str) -> None:
@@ -168,11 +160,11 @@ def _suppression(uri: str, lines: LineIndex, diagnostic: types.Diagnostic,
     """`# noqa: CODE` at the end of the diagnostic's first line (added to an
     existing `# noqa: ...` list)."""
     line_number = diagnostic.range.start.line + 1
-    text = _line(lines, line_number)
-    width = len(text.encode("utf-16-le")) // 2
+    text = lines.line(line_number)
+    width = lines.utf16(line_number, len(text.encode("utf-8")))
     existing = _NOQA.search(text)
     if existing is not None and existing.group("codes"):
-        start = len(text[:existing.end()].encode("utf-16-le")) // 2
+        start = lines.utf16(line_number, len(text[:existing.end()].encode("utf-8")))
         edit = types.TextEdit(range=types.Range(start=types.Position(line_number - 1, start),
                                                 end=types.Position(line_number - 1, start)),
                               new_text=f", {code}")

@@ -25,7 +25,7 @@ from pylint.checkers import BaseChecker
 from pylint.constants import WarningScope
 
 from .findings import Finding
-from .registry import Rule, all_rules
+from .registry import TREE_ONLY_CODES, Rule, all_rules
 
 if TYPE_CHECKING:
     from astroid import nodes
@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 _LETTER = {"error": "E", "warning": "W", "info": "C"}
 _CHECKER_ID = {"0": "71", "1": "72", "2": "73", "3": "74"}
-NOT_IN_PYLINT = ("AGF000", "AGF301")
+# pylint reports syntax errors itself (and its `syntax-error` symbol is taken);
+# tree-only rules cannot fire file by file.
+NOT_IN_PYLINT = frozenset({"AGF000"}) | TREE_ONLY_CODES
 
 
 def message_id(rule: Rule) -> str:
@@ -76,16 +78,13 @@ class ModuleFindings:
         with node.stream() as stream:
             data = stream.read()
         source = decode_source(data) if isinstance(data, bytes) else data
-        if "Function" not in source:
-            return []  # no Function can be defined here (aliases name it too)
         codes = frozenset(code for code, rule in RULES.items()
                           if code not in NOT_IN_PYLINT
                           and self.linter.is_message_enabled(rule.name))
         if not codes:
             return []
         path = node.file or node.name
-        return [f for f in lint_source(source, path, codes, module_name=(node.name, node.package))
-                if f.code in codes]
+        return lint_source(source, path, codes, module_name=(node.name, node.package))
 
 
 class _AutogradLintChecker(BaseChecker):
@@ -96,7 +95,10 @@ class _AutogradLintChecker(BaseChecker):
     def __init__(self, linter: PyLinter, shared: ModuleFindings | None = None) -> None:
         super().__init__(linter)
         self.shared = shared or ModuleFindings(linter)
-        self._symbols = {msgid: definition[1] for msgid, definition in self.msgs.items()}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.msgs = _messages(cls.block)  # the block's rules, from the registry
 
     def visit_module(self, node: nodes.Module) -> None:
         prefix = f"AGF{self.block}"
@@ -112,7 +114,6 @@ class CtxStateChecker(_AutogradLintChecker):
 
     name = "autograd-lint-state"
     block = "0"
-    msgs = _messages("0")
 
 
 class StructureChecker(_AutogradLintChecker):
@@ -120,7 +121,6 @@ class StructureChecker(_AutogradLintChecker):
 
     name = "autograd-lint-structure"
     block = "1"
-    msgs = _messages("1")
 
 
 class GradientChecker(_AutogradLintChecker):
@@ -128,7 +128,6 @@ class GradientChecker(_AutogradLintChecker):
 
     name = "autograd-lint-gradients"
     block = "2"
-    msgs = _messages("2")
 
 
 class TextbookChecker(_AutogradLintChecker):
@@ -136,7 +135,6 @@ class TextbookChecker(_AutogradLintChecker):
 
     name = "autograd-lint-textbook"
     block = "3"
-    msgs = _messages("3")
 
 
 CHECKERS = (CtxStateChecker, StructureChecker, GradientChecker, TextbookChecker)

@@ -88,7 +88,7 @@ class GradcheckItem(pytest.Item):
         job = ModuleJob(target.path, target.display, target.module, target.import_root,
                         [target])
         with tempfile.TemporaryDirectory(prefix="autograd-gradcheck-") as workdir:
-            outcome, _ = run_job(job, options, workdir, 0)
+            outcome = run_job(job, options, workdir, 0)
         findings, _ = outcome_findings(target, outcome, DYNAMIC_CODES)
         if findings:
             raise GradcheckFailure("\n".join(f"{f.code} [{f.name}] {f.message}"

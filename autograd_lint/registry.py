@@ -421,6 +421,8 @@ RULES: dict[str, Rule] = {rule.code: rule for rule in _RULES}
 RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in _RULES}
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(
     r.family for r in _RULES if r.family not in ("engine", "dynamic")))
+# Reported by directory scans only (`check DIR`): one file cannot show them.
+TREE_ONLY_CODES: frozenset[str] = frozenset({"AGF301"})
 DYNAMIC_CODES: frozenset[str] = frozenset(r.code for r in _RULES if r.family == "dynamic")
 
 

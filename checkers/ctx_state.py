@@ -5,7 +5,14 @@ from __future__ import annotations
 import ast
 
 from autograd_lint.analysis.function_facts import FunctionFacts
-from autograd_lint.analysis.interpreter import Compute, CtxCall, CtxEscape, CtxRead, CtxStore
+from autograd_lint.analysis.interpreter import (
+    Compute,
+    CtxCall,
+    CtxEscape,
+    CtxRead,
+    CtxStore,
+    Mutation,
+)
 from autograd_lint.analysis.values import Kind, Value
 from autograd_lint.fixes import data_read_to_detach, rename_attribute
 from autograd_lint.project import FunctionClass
@@ -49,7 +56,7 @@ class CtxStateChecker(Checker):
                 for read in method_facts.of(CtxRead):
                     self.agf210_saved_tensors_read_twice(fn, read)
         self.agf109_jvp_without_save_for_forward(fn, facts)
-        self.agf008_data_attribute(fn)
+        self.agf008_data_attribute(fn, facts)
         self.agf213_deprecated_ctx_api(fn)
 
     # -- AGF001 ----------------------------------------------------------------
@@ -101,15 +108,17 @@ class CtxStateChecker(Checker):
         self.reporter.add("AGF004", call.node, function=fn.name, where=where)
 
     # -- AGF008 ----------------------------------------------------------------
-    def agf008_data_attribute(self, fn: FunctionClass) -> None:
+    def agf008_data_attribute(self, fn: FunctionClass, facts: FunctionFacts) -> None:
         if not self.enabled("AGF008"):
             return
-        for method in fn.own.values():
+        for name, method in fn.own.items():
             if method.node is None:
                 continue
             ctx = fn.ctx_name(method)
             writes = _data_writes(method.node)
-            mutated = _mutated_through(method.node)
+            method_facts = facts.facts(name)
+            # The interpreter's in-place changes (no facts: assume the worst).
+            mutated = _reached_by(method_facts.of(Mutation)) if method_facts else None
             for node in ast.walk(method.node):
                 if not (isinstance(node, ast.Attribute) and node.attr == "data"):
                     continue
@@ -125,7 +134,8 @@ class CtxStateChecker(Checker):
                     access, fix = "read", f"use `{base}.detach()` instead"
                     # An in-place change through `x.data[i]` would start bumping
                     # x's version counter once detached: not a safe rewrite.
-                    autofix = None if id(node) in mutated else data_read_to_detach(node)
+                    autofix = None if mutated is None or id(node) in mutated \
+                        else data_read_to_detach(node)
                 self.reporter.add("AGF008", node, function=fn.name, access=access, fix=fix,
                                   autofix=autofix)
 
@@ -268,22 +278,12 @@ def _data_writes(method: ast.AST) -> set[int]:
     return writes
 
 
-def _mutated_through(method: ast.AST) -> set[int]:
-    """Nodes that an in-place change reaches through (`a.b[i].add_()`,
-    `a.b[i] = v`, `out=a.b`): the targets and every object they are reached from."""
-    targets: list[ast.expr] = []
-    for node in ast.walk(method):
-        if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_"):
-                targets.append(node.func.value)
-            targets.extend(kw.value for kw in node.keywords if kw.arg == "out")
-        elif isinstance(node, (ast.Subscript, ast.Attribute)) and \
-                isinstance(node.ctx, (ast.Store, ast.Del)):
-            targets.append(node.value)
-        elif isinstance(node, ast.AugAssign):
-            targets.append(node.target)
+def _reached_by(mutations: list[Mutation]) -> set[int]:
+    """Nodes an in-place change reaches through: each changed expression and the
+    objects it is reached from (`a.b[i]` in `a.b[i].add_()`: also `a.b`, `a`)."""
     reached: set[int] = set()
-    for target in targets:
+    for mutation in mutations:
+        target: ast.AST = mutation.target
         while True:
             reached.add(id(target))
             if isinstance(target, (ast.Subscript, ast.Attribute)):

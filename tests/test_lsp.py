@@ -15,7 +15,7 @@ pytest.importorskip("pygls")
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from autograd_lint.fixes import LineIndex
+from autograd_lint.lines import LineIndex
 
 BUGGY = textwrap.dedent('''\
     import torch

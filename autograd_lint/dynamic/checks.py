@@ -95,53 +95,44 @@ def choose_inputs(target: Target) -> Inputs:
         if not examples:
             raise NotChecked("gradcheck_inputs returned no examples")
         try:
-            target.apply(*fresh(examples[0].args))
-        except RuntimeError as exc:
-            if "leaf Variable that requires grad" in str(exc):
-                target.copy_leaves = True
+            _first_forward(target, examples[0].args)
         except Exception:
             pass  # reported by the forward check
         return examples[0]
     errors: list[str] = []
     try:
-        candidates = list(_bounded(synthesized(target.cls, target.device)))
+        for candidate in synthesized(target.cls, target.device):
+            try:
+                output = _first_forward(target, candidate.args)
+            except Exception as exc:  # the usual way a guess fails
+                errors.append(first_line(exc))
+                continue
+            if not differentiable_outputs(output):
+                errors.append("no output requires grad")
+                continue
+            if not all(bool(torch.isfinite(t).all()) for t in tensors_of(output)
+                       if t.is_floating_point()):
+                errors.append("non-finite outputs")
+                continue
+            return candidate
     except Unsynthesizable as exc:
         raise NotChecked(f"cannot synthesize inputs: {exc}; declare them with "
                          "`@example_inputs(...)` or a `gradcheck_inputs` staticmethod") from None
-    for candidate in candidates:
-        try:
-            output = target.apply(*fresh(candidate.args))
-        except RuntimeError as exc:
-            if "leaf Variable that requires grad" not in str(exc) or target.copy_leaves:
-                errors.append(first_line(exc))
-                continue
-            target.copy_leaves = True  # an in-place Function: retry with copies
-            try:
-                output = target.apply(*fresh(candidate.args))
-            except Exception as retry:
-                errors.append(first_line(retry))
-                continue
-        except Exception as exc:  # the usual way a guess fails
-            errors.append(first_line(exc))
-            continue
-        if not differentiable_outputs(output):
-            errors.append("no output requires grad")
-            continue
-        if not all(bool(torch.isfinite(t).all()) for t in tensors_of(output)
-                   if t.is_floating_point()):
-            errors.append("non-finite outputs")
-            continue
-        return candidate
     last = errors[-1] if errors else "forward takes no inputs that can be synthesized"
     raise NotChecked(f"could not build inputs forward accepts (last try: {last}); declare "
                      "them with `@example_inputs(...)` or a `gradcheck_inputs` staticmethod")
 
 
-def _bounded(candidates: Any, limit: int = 200) -> Any:
-    for count, candidate in enumerate(candidates):
-        if count >= limit:
-            return
-        yield candidate
+def _first_forward(target: Target, args: tuple[Any, ...]) -> Any:
+    """forward on fresh copies of `args`. An in-place Function (mark_dirty)
+    rejects leaves that require grad: it then gets copies, as its callers pass."""
+    try:
+        return target.apply(*fresh(args))
+    except RuntimeError as exc:
+        if "leaf Variable that requires grad" not in str(exc) or target.copy_leaves:
+            raise
+    target.copy_leaves = True
+    return target.apply(*fresh(args))
 
 
 # ---------------------------------------------------------------------------

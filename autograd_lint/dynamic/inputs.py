@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,9 +127,9 @@ def synthesized(cls: type, device: torch.device) -> Iterator[Inputs]:
     parameters = forward_parameters(cls)
     if parameters is None:
         return
+    # Named positional parameters only: `*args` gets nothing, keyword-only ones
+    # keep their defaults (apply passes positionals).
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if any(p.kind == p.VAR_POSITIONAL for p in parameters):
-        positional = positional or []  # *args: try tensors for the named ones only
     for shape in SHAPES:
         choices = [_choices(p, shape) for p in positional]
         for combination in itertools.islice(itertools.product(*choices), MAX_TRIES_PER_SHAPE):
@@ -143,9 +143,6 @@ def synthesized(cls: type, device: torch.device) -> Iterator[Inputs]:
                              if p.default is None and isinstance(a, torch.Tensor)]
             yield Inputs(tuple(args), [p.name for p in positional], declared=False,
                          none_defaults=none_defaults)
-
-
-TensorFactory = Callable[[tuple[int, ...], dict[str, Any], torch.device, int], Any]
 
 
 def _float_tensor(shape: tuple[int, ...], _: dict[str, Any], device: torch.device,

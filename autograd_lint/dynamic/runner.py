@@ -68,7 +68,6 @@ class ModuleJob:
 class DynamicResult:
     findings: list[Finding]
     checked: set[tuple[str, str]]  # (display path, class name) checked to the end
-    device: str | None
 
 
 def plan_jobs(functions: list[FunctionTarget],
@@ -89,16 +88,13 @@ def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], froz
     jobs = plan_jobs(functions, codes_for)
     findings: list[Finding] = []
     checked: set[tuple[str, str]] = set()
-    devices: set[str] = set()
     progress = _Progress(len(jobs), progress_stream if options.progress else None)
     with tempfile.TemporaryDirectory(prefix="autograd-lint-dynamic-") as workdir, \
             ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         futures = [pool.submit(run_job, job, options, workdir, n) for n, job in enumerate(jobs)]
         for job, future in zip(jobs, futures, strict=True):
-            outcome, device = future.result()
+            outcome = future.result()
             progress.step(job.display)
-            if device:
-                devices.add(device)
             codes = codes_for(job.path)
             for target in job.functions:
                 found, complete = outcome_findings(target, outcome, codes)
@@ -106,7 +102,7 @@ def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], froz
                 if complete:
                     checked.add((target.display, target.qualname.rsplit(".", 1)[-1]))
     progress.done()
-    return DynamicResult(findings, checked, ",".join(sorted(devices)) or None)
+    return DynamicResult(findings, checked)
 
 
 def confirm(static: list[Finding], result: DynamicResult) -> list[Finding]:
@@ -158,9 +154,9 @@ def findings_for(target: FunctionTarget, raw: list[dict[str, Any]],
 
 
 def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
-             number: int) -> tuple[dict[str, Any], str | None]:
-    """Run one module's worker; returns {qualname: entry} (plus `__reason__`
-    when the worker died) and the device it used."""
+             number: int) -> dict[str, Any]:
+    """Run one module's worker; returns {qualname: entry}, plus `__reason__`
+    when the worker died."""
     request = os.path.join(workdir, f"request{number}.json")
     result = os.path.join(workdir, f"result{number}.json")
     log = os.path.join(workdir, f"log{number}.txt")
@@ -199,7 +195,7 @@ def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
             if qualname != "__reason__" and isinstance(entry, dict) and \
                     entry.get("inputs") is None and not entry.get("reason"):
                 entry["reason"] = reason
-    return outcome, data.get("device")
+    return outcome
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:

@@ -16,10 +16,9 @@ from typing import Any
 
 
 def _write(path: str, result: dict[str, Any]) -> None:
-    temporary = f"{path}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(result, handle)
-    os.replace(temporary, path)
+    from ..files import write_atomically
+
+    write_atomically(path, json.dumps(result).encode("utf-8"))
 
 
 def _limit_memory(megabytes: int | None) -> None:
