@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,14 @@ def _code_fingerprint() -> str:
             if entry.name.endswith(".py"):
                 digest.update(f"{entry.path}:{entry.stat().st_mtime_ns}".encode())
     return digest.hexdigest()
+
+
+def _content_digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.blake2b(handle.read()).hexdigest()
+    except OSError:
+        return None
 
 
 _REQUIRED = {"path": str, "line": int, "column": int, "code": str, "name": str,
@@ -139,26 +148,35 @@ class Cache:
         digest = hashlib.blake2b(f"{_FORMAT}:{self._code}".encode(), digest_size=20)
         digest.update(json.dumps(settings, sort_keys=True, default=sorted).encode())
         for path in sorted(files):
-            try:
-                with open(path, "rb") as handle:
-                    content = handle.read()
-            except OSError:
+            content = _content_digest(path)
+            if content is None:
                 return None  # an unreadable file: not cacheable
-            digest.update(path.encode() + b"\0" + hashlib.blake2b(content).digest())
+            digest.update(path.encode() + b"\0" + bytes.fromhex(content))
         return digest.hexdigest()
 
     def result(self, key: str) -> list[Finding] | None:
+        """The findings stored under `key`, while the files the run read only
+        to resolve names are unchanged too."""
         data = self._load("result.json")
         if data.get("key") != key:
             return None
         try:
+            depends = data.get("depends", {})
+            if any(_content_digest(path) != digest for path, digest in depends.items()):
+                return None
             return [_finding(item) for item in data["findings"]]
-        except (KeyError, TypeError, ValueError):
+        except (AttributeError, KeyError, TypeError, ValueError):
             return None  # a damaged result: run again
 
-    def store_result(self, key: str, findings: list[Finding]) -> None:
+    def store_result(self, key: str, findings: list[Finding],
+                     depends: Sequence[str] = ()) -> None:
+        """Store a run's findings; `depends`: files outside the key that the
+        run read (modules parsed to resolve an import)."""
+        digests = {path: _content_digest(path) for path in depends}
+        if None in digests.values():
+            return  # unreadable now: nothing to validate against later
         items = [f.to_json(dynamic=True) for f in findings]
-        self._write("result.json", {"key": key, "findings": items})
+        self._write("result.json", {"key": key, "findings": items, "depends": digests})
 
     def flush(self) -> None:
         if self._scans_changed:

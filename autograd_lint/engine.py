@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import hashlib
 import io
 import os
 import sys
@@ -73,12 +74,27 @@ class FunctionTarget:
     import_root: str  # the directory to put on sys.path to import `module`
     qualname: str  # within the module ("Outer.Inner")
     line: int
+    end_line: int  # the class statement's last line
     once_differentiable: bool
     has_jvp: bool
     has_vmap: bool  # a vmap staticmethod or generate_vmap_rule = True
+    # Set when the class's name is bound again later in its scope: the line
+    # where, and the first line of each method it defines, so that the worker
+    # can tell whether the class it imports by name is this one.
+    rebound_at: int | None = None
+    method_lines: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def key(self) -> str:
+        """Unique within a module, also for two classes of one name."""
+        return f"{self.qualname}:{self.line}"
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
 
     def to_json(self) -> dict[str, object]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "key": self.key}
 
 
 def _target(source: SourceInput, fn: object) -> FunctionTarget | None:
@@ -86,23 +102,27 @@ def _target(source: SourceInput, fn: object) -> FunctionTarget | None:
 
     assert isinstance(fn, FunctionClass)
     module = fn.module
-    if module.module_name == "__main__" or not fn.info.key.startswith(module.module_name + "."):
+    if module.module_name == "__main__":
         return None
     forward, backward = fn.method("forward"), fn.method("backward") or fn.method("vjp")
     if forward is None or backward is None:
         return None  # cannot run as written (AGF106 / AGF111 say why)
-    depth = module.module_name.count(".") + (1 if module.is_package else 0)
-    root = os.path.dirname(os.path.abspath(source.path))
-    for _ in range(depth):
-        root = os.path.dirname(root)
     generate = fn.attr("generate_vmap_rule")
+    node = fn.info.node
+    method_lines: tuple[tuple[str, int], ...] = ()
+    if fn.info.rebound_at is not None:
+        method_lines = tuple(
+            (name, min([method.node.lineno, *(d.lineno for d in method.node.decorator_list)]))
+            for name, method in fn.own.items() if method.node is not None)
     return FunctionTarget(
         path=source.path, display=source.display, module=module.module_name,
-        import_root=root, qualname=fn.info.key[len(module.module_name) + 1:],
-        line=fn.info.line, once_differentiable=backward.once_differentiable,
+        import_root=module.import_root or os.path.dirname(os.path.abspath(source.path)),
+        qualname=fn.info.qualname, line=fn.info.line,
+        end_line=node.end_lineno or node.lineno, once_differentiable=backward.once_differentiable,
         has_jvp=fn.method("jvp") is not None,
         has_vmap=fn.method("vmap") is not None or (
-            isinstance(generate, ast.Constant) and generate.value is True))
+            isinstance(generate, ast.Constant) and generate.value is True),
+        rebound_at=fn.info.rebound_at, method_lines=method_lines)
 
 
 @dataclass
@@ -246,7 +266,11 @@ class _Run:
         self.cache = cache
         self.result = LintResult(files_checked=len(inputs))
         self._by_path = {i.path: i for i in inputs}
-        self._by_module: dict[str, SourceInput] | None = None
+        self._by_last_part: dict[str, list[SourceInput]] | None = None
+        self._in_project: set[str] = set()  # paths parsed by the current pass
+        # Files parsed only to resolve names (not otherwise relevant): a
+        # cached result holds only while they are unchanged.
+        self._loaded: set[str] = set()
         self._whole: dict[str, ModuleInfo | None] = {}  # whole-file parses, by path
         self.module_names = ModuleNamer()
         self._whole_only: set[str] = set()  # files found broken: parse whole, never sparse
@@ -273,7 +297,7 @@ class _Run:
         self._lint(scans)
         if self.cache is not None:
             if key is not None and not self.result.errors:
-                self.cache.store_result(key, self.result.findings)
+                self.cache.store_result(key, self.result.findings, sorted(self._loaded))
             self.cache.flush()
         return self.result
 
@@ -320,8 +344,11 @@ class _Run:
             return None
         relevant = [p for p, source in self._by_path.items()
                     if source.explicit or self.relevance.matters(p)]
+        # Every file's path: a new file may take a module name an import
+        # resolved to before (relevant or not).
+        tree = hashlib.blake2b("\0".join(self._by_path).encode(), digest_size=16).hexdigest()
         settings = {
-            "scan_tree": self.scan_tree, "prefilter": self.prefilter,
+            "scan_tree": self.scan_tree, "prefilter": self.prefilter, "tree": tree,
             "files": {p: [self._by_path[p].display, sorted(self._by_path[p].codes),
                           self._by_path[p].explicit] for p in relevant},
         }
@@ -362,6 +389,7 @@ class _Run:
                 if entry.module is not None and self.prefilter:
                     entry.module.reach = self.relevance.reach.get(source.path, frozenset())
                 parsed.append(entry)
+        self._in_project = {p.source.path for p in parsed if p.module is not None}
         self.project = Project([p.module for p in parsed if p.module is not None],
                                scan_tree=self.scan_tree, loader=self,
                                candidates=self.relevance.candidates)
@@ -439,14 +467,27 @@ class _Run:
         self._findings.extend(findings)
 
     # -- ModuleLoader: modules parsed on demand ---------------------------------------
-    def load(self, module_name: str) -> ModuleInfo | None:
-        if self._by_module is None:
-            self._by_module = {}
+    def load(self, module_name: str) -> list[ModuleInfo]:
+        """Every file of that module name that this pass did not parse."""
+        if self._by_last_part is None:
+            # By the name's last part, from the path alone: `pkg/ops.py` and
+            # `ops/__init__.py` may be `ops`. Only those files are named.
+            self._by_last_part = {}
             for source in self.inputs:
-                name, _ = self.module_names(source.path)
-                self._by_module.setdefault(name, source)
-        source = self._by_module.get(module_name)
-        return self._parse_whole(source) if source is not None else None
+                head, filename = os.path.split(source.path)
+                if filename.endswith(".py"):
+                    last = filename[:-3] if filename != "__init__.py" else \
+                        os.path.basename(os.path.abspath(head or os.curdir))
+                    self._by_last_part.setdefault(last, []).append(source)
+        found = []
+        for source in self._by_last_part.get(module_name.rpartition(".")[2], ()):
+            if source.path not in self._in_project and \
+                    self.module_names(source.path)[0] == module_name:
+                self._loaded.add(source.path)
+                module = self._parse_whole(source)
+                if module is not None:
+                    found.append(module)
+        return found
 
     def complete(self, module: ModuleInfo) -> ModuleInfo:
         source = next((s for s in self.inputs if s.display == module.path), None)
@@ -598,7 +639,8 @@ def _module(display: str, fs_path: str, tree: ast.Module, text: str | None, *,
             partial: bool = False, module_names: ModuleNamer | None = None) -> ModuleInfo:
     namer = module_names or ModuleNamer()
     name, is_package = namer(fs_path) if fs_path.endswith(".py") else ("__main__", False)
-    return build_module(display, name, is_package, tree, text or "", partial=partial)
+    return build_module(display, name, is_package, tree, text or "", partial=partial,
+                        import_root=namer.import_root(fs_path))
 
 
 def _describe(exc: BaseException) -> str:

@@ -8,6 +8,7 @@ classes, or to a class already known to be a Function in any scanned module
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -167,15 +168,33 @@ class FunctionClass:
 class ModuleLoader(Protocol):
     """Parses scanned files on demand, for resolution across modules."""
 
-    def load(self, module_name: str) -> ModuleInfo | None:
-        """The module of that name in the scanned files, parsed whole (or None)."""
+    def load(self, module_name: str) -> list[ModuleInfo]:
+        """The files of that module name not in the project yet, parsed whole."""
 
     def complete(self, module: ModuleInfo) -> ModuleInfo:
         """The whole-file version of a sparsely parsed module."""
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """Where a dotted name leads, followed through imports and re-exports."""
+
+    name: str  # the last dotted name reached
+    module: ModuleInfo | None = None  # the scanned module `name` lives in; None: outside
+    cls: ClassInfo | None = None  # the class it names (or an attribute of)
+    attrs: tuple[str, ...] = ()  # attributes after that class: ("apply",)
+
+
 class Project:
-    """All scanned modules and the Functions found in them."""
+    """All scanned modules and the Functions found in them.
+
+    Identity is per file and per definition: a name is only how an import is
+    resolved. Two files may claim one module name (two projects side by
+    side, `tests/` folders without `__init__.py`); a name is then looked up
+    the way Python would find it from the importing file: its own import
+    root first, else the nearest one (see `_choose`). Two classes that share
+    a name are two classes (ClassInfo compares by identity).
+    """
 
     def __init__(self, modules: list[ModuleInfo], *, scan_tree: bool = False,
                  loader: ModuleLoader | None = None,
@@ -190,60 +209,81 @@ class Project:
         self.candidates = candidates
         self._tried: set[str] = set()
         self.cache: dict[str, object] = {}  # project-wide results shared by checkers
-        self.by_name: dict[str, ModuleInfo] = {}
+        self.by_name: dict[str, list[ModuleInfo]] = {}
         for module in modules:
-            self.by_name.setdefault(module.module_name, module)
-        self.classes: dict[str, ClassInfo] = {}
-        for module in modules:
-            for info in module.classes:
-                self.classes.setdefault(info.key, info)
-        self._state: dict[str, bool | None] = {}  # None while being decided (cycles)
-        self.functions: dict[str, FunctionClass] = {}
-        self.subclassed: set[str] = set()
+            self._register(module)
+        self._state: dict[ClassInfo, bool | None] = {}  # None while being decided (cycles)
+        self.functions: dict[ClassInfo, FunctionClass] = {}
+        self.subclassed: set[ClassInfo] = set()
         self._build()
 
     # -- resolution ------------------------------------------------------------
-    def canonical(self, qualname: str | None, *, load: bool = False) -> str | None:
-        """Follow re-exports until a class key or an external name.
+    def resolve(self, name: str | None, origin: ModuleInfo, *,
+                load: bool = False) -> Resolved | None:
+        """Follow a qualified name, as bound in `origin`, through re-exports
+        until a class, a name outside the scanned modules, or a name a module
+        binds to something else (a def).
 
         load: parse modules that are not loaded yet when the path leads there
         (always done for names that may be Functions)."""
-        hops = 0
-        while qualname is not None and hops < _MAX_REEXPORT_HOPS:
-            if qualname in self.classes or qualname in FUNCTION_BASES:
-                return qualname
-            module_name, _, attr = qualname.rpartition(".")
-            may_load = load or (self.candidates is not None and attr in self.candidates)
-            # Find the longest scanned module that prefixes the name.
-            rest: list[str] = [attr]
-            while module_name and module_name not in self.by_name:
-                if may_load and self._load(module_name):
+        if name is None:
+            return None
+        module = origin
+        for _ in range(_MAX_REEXPORT_HOPS):
+            if name in FUNCTION_BASES:
+                return Resolved(name)
+            found = module.class_named(name)
+            if found is not None:
+                return Resolved(name, module, *found)
+            parts = name.split(".")
+            may_load = load or (self.candidates is not None and parts[-1] in self.candidates)
+            # The longest scanned module that prefixes the name.
+            target: ModuleInfo | None = None
+            cut = len(parts) - 1
+            while cut > 0:
+                target = self.module_named(".".join(parts[:cut]), module, load=may_load)
+                if target is not None:
                     break
-                module_name, _, part = module_name.rpartition(".")
-                rest.insert(0, part)
-            if not module_name:
-                return qualname
-            target = self.by_name[module_name].top_bindings.get(rest[0])
+                cut -= 1
             if target is None:
-                return qualname
-            qualname = ".".join([target, *rest[1:]])
-            hops += 1
-        return qualname
+                return Resolved(name)
+            found = target.class_named(name)
+            if found is not None:
+                return Resolved(name, target, *found)
+            binding = target.top_bindings.get(parts[cut])
+            if binding is None:
+                return Resolved(name, target)
+            name, module = ".".join([binding, *parts[cut + 1:]]), target
+        return Resolved(name, module)
 
-    def _load(self, module_name: str) -> bool:
+    def module_named(self, name: str, origin: ModuleInfo, *,
+                     load: bool = False) -> ModuleInfo | None:
+        """The scanned module `import name` gives in `origin`."""
+        if load:
+            self._load(name)
+        found = self.by_name.get(name)
+        if not found:
+            return None
+        return found[0] if len(found) == 1 else _choose(found, origin)
+
+    def function_named(self, name: str | None, origin: ModuleInfo) -> FunctionClass | None:
+        """The custom Function a qualified name bound in `origin` denotes."""
+        resolved = self.resolve(name, origin)
+        if resolved is None or resolved.cls is None or resolved.attrs:
+            return None
+        return self.functions.get(resolved.cls)
+
+    def _load(self, module_name: str) -> None:
         if self.loader is None or module_name in self._tried:
-            return False
+            return
         self._tried.add(module_name)
-        module = self.loader.load(module_name)
-        if module is None:
-            return False
-        self._register(module)
-        return True
+        for module in self.loader.load(module_name):
+            self._register(module)
 
     def _register(self, module: ModuleInfo) -> None:
-        self.by_name[module.module_name] = module
-        for info in module.classes:
-            self.classes.setdefault(info.key, info)
+        same = self.by_name.setdefault(module.module_name, [])
+        if all(m is not module for m in same):
+            same.append(module)
 
     def complete(self, module: ModuleInfo) -> ModuleInfo:
         """The whole version of a sparsely parsed module (for lookups of things
@@ -252,56 +292,83 @@ class Project:
             return module
         whole = self.loader.complete(module)
         if whole is not module:
-            self.by_name[module.module_name] = whole
-            for info in whole.classes:
-                self.classes.setdefault(info.key, info)
+            whole.adopt_classes(module)
+            same = self.by_name.setdefault(module.module_name, [])
+            same[:] = [whole if m is module else m for m in same]
         return whole
 
-    def is_function_key(self, key: str) -> bool:
-        if key in self._state:
-            return bool(self._state[key])  # None: still being decided (a cycle)
-        self._state[key] = None
-        result = any(self._is_function_base(name) for name in self.classes[key].base_names)
-        self._state[key] = result
+    def is_function_class(self, info: ClassInfo) -> bool:
+        if info in self._state:
+            return bool(self._state[info])  # None: still being decided (a cycle)
+        self._state[info] = None
+        result = info.key not in FUNCTION_BASES and any(
+            self._is_function_base(name, info.module) for name in info.base_names)
+        self._state[info] = result
         return result
 
-    def _is_function_base(self, name: str | None) -> bool:
-        canonical = self.canonical(name)
-        if canonical is None:
+    def _is_function_base(self, name: str | None, origin: ModuleInfo) -> bool:
+        resolved = self.resolve(name, origin)
+        if resolved is None or resolved.attrs:
             return False
-        if canonical in FUNCTION_BASES:
-            return True
-        return canonical in self.classes and self.is_function_key(canonical)
+        if resolved.cls is None:
+            return resolved.name in FUNCTION_BASES
+        return self.is_function_class(resolved.cls)
 
     # -- model building --------------------------------------------------------
     def _build(self) -> None:
         # torch's own base classes (when scanning torch itself) define the API;
-        # they are not custom Functions.
-        keys = [key for key in self.classes
-                if key not in FUNCTION_BASES and self.is_function_key(key)]
-        for key in keys:
-            self.functions[key] = FunctionClass(info=self.classes[key])
-        for key in keys:
-            fn = self.functions[key]
+        # they are not custom Functions. Resolution may load more modules:
+        # their classes count too (as bases), until no module is added.
+        done: set[int] = set()
+        while True:
+            pending = [m for same in self.by_name.values() for m in same if id(m) not in done]
+            if not pending:
+                break
+            for module in pending:
+                done.add(id(module))
+                for info in module.classes:
+                    if info not in self.functions and self.is_function_class(info):
+                        self.functions[info] = FunctionClass(info=info)
+        for fn in self.functions.values():
             for name in fn.info.base_names:
-                canonical = self.canonical(name)
-                if canonical in FUNCTION_BASES:
-                    fn.bases.append(None)
-                elif canonical in self.functions:
-                    fn.bases.append(self.functions[canonical])
-                else:
-                    fn.bases.append(None)
+                resolved = self.resolve(name, fn.module)
+                base = self.functions.get(resolved.cls) if resolved is not None and \
+                    resolved.cls is not None and not resolved.attrs else None
+                fn.bases.append(base)
+                if base is None and (resolved is None or resolved.name not in FUNCTION_BASES
+                                     or resolved.attrs):
                     fn.bases_known = False
             _collect_members(fn)
-        self.subclassed = {base.info.key for fn in self.functions.values()
+        self.subclassed = {base.info for fn in self.functions.values()
                            for base in fn.bases if base is not None}
 
     def has_subclasses(self, fn: FunctionClass) -> bool:
         """Whether some known Function derives from `fn` (it is a base class)."""
-        return fn.info.key in self.subclassed
+        return fn.info in self.subclassed
 
     def functions_in(self, module: ModuleInfo) -> list[FunctionClass]:
-        return [self.functions[info.key] for info in module.classes if info.key in self.functions]
+        return [self.functions[info] for info in module.classes if info in self.functions]
+
+
+def _choose(modules: list[ModuleInfo], origin: ModuleInfo) -> ModuleInfo:
+    """Which of several files with one module name an import in `origin`
+    gets: the one under origin's own import root (what `sys.path[0]` or
+    pytest's rootdir insertion gives), else the one whose root is nearest to
+    origin (the same project), else the first scanned."""
+    for module in modules:
+        if module is origin or module.import_root == origin.import_root:
+            return module
+    here = origin.import_root or os.path.dirname(os.path.abspath(origin.path))
+    best, best_depth = modules[0], -1
+    for module in modules:
+        try:
+            common = os.path.commonpath([here, module.import_root or here])
+        except ValueError:  # different drives
+            continue
+        depth = len(common)
+        if depth > best_depth:
+            best, best_depth = module, depth
+    return best
 
 
 def _collect_members(fn: FunctionClass) -> None:

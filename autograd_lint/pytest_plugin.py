@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,10 +39,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     paths = config.getoption("autograd_gradcheck")
     if not paths:
         return
-    for target in _functions(paths):
+    targets = list(_functions(paths))
+    shared = Counter((t.display, t.qualname) for t in targets)
+    for target in targets:
+        # Two classes of one name in a file: the line tells their tests apart.
+        label = target.qualname if shared[target.display, target.qualname] == 1 \
+            else f"{target.qualname}@{target.line}"
         items.append(GradcheckItem.from_parent(
-            session, name=f"gradcheck[{target.qualname}]",
-            nodeid=f"{target.display}::gradcheck[{target.qualname}]", target=target))
+            session, name=f"gradcheck[{label}]",
+            nodeid=f"{target.display}::gradcheck[{label}]", target=target))
 
 
 def _functions(paths: list[str]) -> Iterator[FunctionTarget]:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 from autograd_lint.fixes import instance_call_to_apply
-from autograd_lint.model import FunctionNode, ModuleInfo, Scope
-from autograd_lint.project import FunctionClass, Project
+from autograd_lint.model import ClassInfo, FunctionNode, ModuleInfo, Scope
+from autograd_lint.project import FunctionClass, Project, Resolved
 
 from .base import Checker, source_text
 
@@ -47,7 +47,7 @@ class CallSites:
         self.project = project
         self.names = names
         self._function_classes = {id(info.node) for info in module.classes
-                                  if info.key in project.functions}
+                                  if info in project.functions}
         self._lines = module.source.splitlines() if names is not None else []
 
     def __iter__(self) -> Iterator[tuple[ast.Call, Site]]:
@@ -140,12 +140,23 @@ def _terminates(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
 
 
-def function_of(project: Project, scope: Scope, node: ast.expr) -> FunctionClass | None:
-    """The custom Function a class expression names, through imports and re-exports."""
+def function_of(project: Project, module: ModuleInfo, scope: Scope,
+                node: ast.expr) -> FunctionClass | None:
+    """The custom Function a class expression in `module` names, through
+    imports and re-exports."""
     if not isinstance(node, (ast.Name, ast.Attribute)):
         return None
-    canonical = project.canonical(scope.resolve(node))
-    return project.functions.get(canonical) if canonical else None
+    return project.function_named(scope.resolve(node), module)
+
+
+def functions_of(project: Project, module: ModuleInfo, scope: Scope,
+                 node: ast.expr) -> list[FunctionClass]:
+    """Every custom Function a class expression may name where it is written
+    (several when it names a class defined twice, in if/else branches)."""
+    if not isinstance(node, (ast.Name, ast.Attribute)):
+        return []
+    found = (project.function_named(name, module) for name in scope.resolve_all(node))
+    return [fn for fn in found if fn is not None]
 
 
 class UsageChecker(Checker):
@@ -155,7 +166,7 @@ class UsageChecker(Checker):
         if self.enabled("AGF105") and (module.reach is None or module.reach):
             called = _CalledAtOnce(module.tree)
             for call, site in CallSites(module, self.project, _names_used(module)):
-                self.agf105_function_instantiated(call, site, called)
+                self.agf105_function_instantiated(module, call, site, called)
         if self.enabled("AGF301") and self.project.scan_tree:
             exercised = gradchecked(self.project)
             for fn in self.project.functions_in(module):
@@ -165,9 +176,9 @@ class UsageChecker(Checker):
         """Usage rules work per module (see check_module)."""
 
     # -- AGF105 ----------------------------------------------------------------
-    def agf105_function_instantiated(self, call: ast.Call, site: Site,
+    def agf105_function_instantiated(self, module: ModuleInfo, call: ast.Call, site: Site,
                                      called_at_once: _CalledAtOnce) -> None:
-        target = function_of(self.project, site.scope, call.func)
+        target = function_of(self.project, module, site.scope, call.func)
         if target is not None:
             autofix = instance_call_to_apply(call) if called_at_once.contains(call) else None
             self.reporter.add("AGF105", call, function=target.name, name=target.name,
@@ -179,7 +190,7 @@ class UsageChecker(Checker):
         func = call.func
         if not (isinstance(func, ast.Attribute) and func.attr in _DIRECT_METHODS):
             return
-        target = function_of(self.project, site.scope, func.value)
+        target = function_of(self.project, module, site.scope, func.value)
         if target is None or site.in_function_class or site.grad_off:
             return
         self.reporter.add("AGF105", call, function=target.name, name=target.name,
@@ -187,8 +198,8 @@ class UsageChecker(Checker):
                           why="so autograd records nothing and gradients silently stop here")
 
     # -- AGF301 ----------------------------------------------------------------
-    def agf301_no_gradcheck(self, fn: FunctionClass, exercised: set[str]) -> None:
-        if fn.info.key in exercised or self.project.has_subclasses(fn):
+    def agf301_no_gradcheck(self, fn: FunctionClass, exercised: set[ClassInfo]) -> None:
+        if fn.info in exercised or self.project.has_subclasses(fn):
             return
         if fn.method("forward") is None or (fn.method("backward") is None and
                                             fn.method("vjp") is None):
@@ -199,8 +210,8 @@ class UsageChecker(Checker):
 # ---------------------------------------------------------------------------
 # Which Functions a gradcheck in the scanned tree exercises
 # ---------------------------------------------------------------------------
-def gradchecked(project: Project) -> set[str]:
-    """Keys of every Function that some gradcheck/gradgradcheck/opcheck call
+def gradchecked(project: Project) -> set[ClassInfo]:
+    """The classes of every Function that some gradcheck/gradgradcheck/opcheck call
     exercises: `MyFn.apply`, a lambda or a helper that calls it, a name bound
     to it, an imported alias, a pytest parameter listing it."""
     cached = project.cache.get("gradchecked")
@@ -242,8 +253,10 @@ def _names_used(module: ModuleInfo) -> tuple[str, ...] | None:
     module-level aliases of them. None: unknown (no project scan judged it)."""
     if module.reach is None:
         return None
+    # (A class rebinding an earlier one's name is bound as `mod.F@30`.)
     aliases = {local for local, target in module.top_bindings.items()
-               if target is not None and target.rsplit(".", 1)[-1] in module.reach}
+               if target is not None and target.rsplit(".", 1)[-1].partition("@")[0]
+               in module.reach}
     return tuple(module.reach | aliases)
 
 
@@ -265,72 +278,78 @@ class _Exercised:
     def __init__(self, project: Project, module: ModuleInfo) -> None:
         self.project = project
         self.module = module
-        self.memo: dict[str, set[str]] = project.cache.setdefault("exercised-memo", {})  # type: ignore[assignment]
+        # By (file, dotted name): two files may share a module name.
+        self.memo: dict[tuple[str, str], set[ClassInfo]] = \
+            project.cache.setdefault("exercised-memo", {})  # type: ignore[assignment]
         self.bindings: dict[int, dict[str, tuple[list[ast.AST], bool]]] = \
             project.cache.setdefault("exercised-bindings", {})  # type: ignore[assignment]
 
-    def keys(self, target: ast.AST, site: Site, depth: int = 0) -> set[str]:
-        found: set[str] = set()
+    def keys(self, target: ast.AST, site: Site, depth: int = 0) -> set[ClassInfo]:
+        found: set[ClassInfo] = set()
         if depth > _MAX_DEPTH:
             return found
         for node in ast.walk(target):
             if isinstance(node, ast.Attribute) and node.attr == "apply":
-                fn = function_of(self.project, site.scope, node.value)
-                if fn is not None:
-                    found.add(fn.info.key)
+                applied = functions_of(self.project, self.module, site.scope, node.value)
+                if applied:
+                    found.update(fn.info for fn in applied)
                     continue
             if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
                 found |= self._follow(node, site, depth)
         return found
 
-    def _follow(self, node: ast.Name | ast.Attribute, site: Site, depth: int) -> set[str]:
+    def _follow(self, node: ast.Name | ast.Attribute, site: Site, depth: int) -> set[ClassInfo]:
         """A name: a local binding, a helper def, a class, or `X.apply` elsewhere."""
         if isinstance(node, ast.Name) and site.function is not None:
             local = self._local(site.function).get(node.id)
             if local is not None:
                 bindings, is_param = local
-                found: set[str] = set()
+                found: set[ClassInfo] = set()
                 for expr in bindings:
                     found |= self.keys(expr, site, depth + 1)
                 if is_param:  # a pytest parameter: the values listed in the decorators
                     for decorator in site.function.decorator_list:
                         found |= self.keys(decorator, site, depth + 1)
                 return found
-        qualified = site.scope.resolve(node)
-        canonical = self.project.canonical(qualified) if qualified else None
-        if canonical is None:
-            return set()
-        if canonical.endswith(".apply") and canonical[:-6] in self.project.functions:
-            return {canonical[:-6]}
-        if canonical in self.project.functions:
-            return {canonical}
-        if canonical not in self.memo:
-            self.memo[canonical] = set()  # a cycle through this name adds nothing
-            self.memo[canonical] = self._definition(canonical, depth)
-        return self.memo[canonical]
+        found = set()
+        for qualified in site.scope.resolve_all(node):
+            resolved = self.project.resolve(qualified, self.module)
+            if resolved is not None:
+                found |= self._reached(resolved, depth)
+        return found
+
+    def _reached(self, resolved: Resolved, depth: int) -> set[ClassInfo]:
+        cls = resolved.cls
+        if cls is not None and cls in self.project.functions and resolved.attrs in ((), ("apply",)):
+            return {cls}
+        if resolved.module is None:
+            return set()  # outside the scanned files
+        key = (resolved.module.path, resolved.name)
+        if key not in self.memo:
+            self.memo[key] = set()  # a cycle through this name adds nothing
+            self.memo[key] = self._definition(resolved, depth)
+        return self.memo[key]
 
     def _local(self, function: FunctionNode) -> dict[str, tuple[list[ast.AST], bool]]:
         if id(function) not in self.bindings:
             self.bindings[id(function)] = _local_bindings(function)
         return self.bindings[id(function)]
 
-    def _definition(self, canonical: str, depth: int) -> set[str]:
+    def _definition(self, resolved: Resolved, depth: int) -> set[ClassInfo]:
         """The Functions a helper def or a wrapper class (an nn.Module) applies."""
-        if canonical in self.project.classes:
-            info = self.project.classes[canonical]
+        info = resolved.cls
+        if info is not None and not resolved.attrs:
             scope = info.module.scopes.get(id(info.node), info.scope)
             return _Exercised(self.project, info.module).keys(
                 info.node, Site(scope, None, False, False), depth + 1)
-        module_name, _, qualname = canonical.rpartition(".")
-        while module_name and module_name not in self.project.by_name:
-            module_name, _, head = module_name.rpartition(".")
-            qualname = f"{head}.{qualname}"
-        module = self.project.by_name.get(module_name)
-        definition = module.defs.get(qualname) if module else None
-        if module is not None and definition is None and module.partial:
+        module = resolved.module
+        assert module is not None
+        local = module.local_name(resolved.name)
+        definition = module.defs.get(local) if local is not None else None
+        if definition is None and local is not None and module.partial:
             module = self.project.complete(module)  # the sparse parse left the def out
-            definition = module.defs.get(qualname)
-        if module is None or definition is None:
+            definition = module.defs.get(local)
+        if definition is None:
             return set()
         scope = module.scopes.get(id(definition), module.scope)
         return _Exercised(self.project, module).keys(

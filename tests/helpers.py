@@ -88,3 +88,12 @@ def leaky_function(name: str = "Leaky") -> str:
 
 def codes_of(findings: Iterable[Finding]) -> list[str]:
     return [f.code for f in findings]
+
+
+def forbid_analysis(monkeypatch) -> None:
+    """Make any real analysis fail: only a cached result can answer."""
+    from autograd_lint import engine
+
+    def refuse(self, scans):
+        raise AssertionError("analysed although the cache had the answer")
+    monkeypatch.setattr(engine._Run, "_lint", refuse)

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint import engine
 from autograd_lint.cache import CACHE_DIR
 from autograd_lint.cli import main
 
-from .helpers import leaky_function
+from .helpers import forbid_analysis, leaky_function
 
 LEAKY = "import torch\n\n\n" + leaky_function()
 
@@ -31,13 +30,6 @@ def check(capsys: pytest.CaptureFixture[str], *args: str) -> list[tuple[str, int
             for f in json.loads(capsys.readouterr().out)]
     assert code == (1 if rows else 0)
     return rows
-
-
-def forbid_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make any real analysis fail: only a cached result can answer."""
-    def refuse(self, scans):
-        raise AssertionError("analysed although the cache had the answer")
-    monkeypatch.setattr(engine._Run, "_lint", refuse)
 
 
 def test_a_second_run_is_answered_from_the_cache(project: Path, capsys, monkeypatch) -> None:

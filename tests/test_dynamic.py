@@ -229,6 +229,65 @@ def test_static_findings_are_confirmed_or_not(tmp_path: Path) -> None:
     assert confirmed == {"AGF001": True, "AGD006": None, "AGF006": False}
 
 
+# -- identity: files and classes that share a name ----------------------------------------
+SCALE = """\
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.x = x
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * {factor}
+"""
+
+
+def test_same_named_modules_are_each_checked_from_their_own_file(tmp_path: Path) -> None:
+    for project, factor in (("a", 3), ("b", 2)):  # a's gradient is wrong, b's right
+        (tmp_path / project).mkdir()
+        (tmp_path / project / "ops.py").write_text(SCALE.format(factor=factor))
+    _, findings, _ = dynamic(".", "--ignore", "AGF301", cwd=tmp_path)
+    codes = {(f["path"], f["code"]) for f in findings}
+    assert ("a/ops.py", "AGD001") in codes and ("b/ops.py", "AGD001") not in codes
+    assert {f["path"] for f in findings if f["code"] == "AGF001"} == {"a/ops.py", "b/ops.py"}
+
+
+def test_a_class_whose_name_is_bound_again_is_not_checked_in_its_place(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(SCALE.format(factor=3) + textwrap.dedent("""\
+
+
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                if grad.dim() > 6:  # never on the checked inputs
+                    grad.mul_(2)
+                return grad * 2
+        """))
+    _, findings, _ = dynamic("ops.py", cwd=tmp_path)
+    by_code = {f["code"]: f for f in findings}
+    assert by_code["AGD900"]["line"] == 4 and "bound again at line 15" in \
+        by_code["AGD900"]["message"]
+    assert "AGD001" not in by_code  # the second Scale is right; the first was not run
+    # The first class's AGF001 was not checked; the second's AGF006 was, and did not show.
+    assert by_code["AGF001"]["line"] == 7 and by_code["AGF001"]["confirmed"] is None
+    assert by_code["AGF006"]["line"] == 23 and by_code["AGF006"]["confirmed"] is False
+
+
+def test_a_module_named_like_the_standard_library_is_loaded_from_its_file(
+        tmp_path: Path) -> None:
+    (tmp_path / "types.py").write_text(SCALE.format(factor=3))
+    _, findings, _ = dynamic("--select", "AGD", "types.py", cwd=tmp_path)
+    assert sorted(f["code"] for f in findings) == ["AGD001", "AGD006"], findings
+
+
 # -- devices -----------------------------------------------------------------------------
 def test_device_choice(tmp_path: Path) -> None:
     code, findings, _ = dynamic("--device", "cuda", "--select", "AGD",
@@ -307,6 +366,16 @@ def test_pytest_plugin_collects_one_item_per_function(tmp_path: Path) -> None:
     assert "2 passed" in proc.stdout and "1 failed" in proc.stdout
     assert "FAILED ops.py::gradcheck[WrongGradient]" in proc.stdout
     assert "AGD001 [gradcheck-failed]" in proc.stdout
+
+
+def test_pytest_plugin_names_two_classes_of_one_name_apart(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(SCALE.format(factor=2) + "\n\n" +
+                                     SCALE.format(factor=2).split("\n\n\n", 1)[1])
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           "--collect-only", "-q", "--autograd-gradcheck", "ops.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    ids = [line for line in proc.stdout.splitlines() if "gradcheck[" in line]
+    assert ids == ["ops.py::gradcheck[Scale@4]", "ops.py::gradcheck[Scale@15]"], proc.stdout
 
 
 def test_guesses_never_become_findings() -> None:

@@ -67,7 +67,15 @@ class ModuleJob:
 @dataclass
 class DynamicResult:
     findings: list[Finding]
-    checked: set[tuple[str, str]]  # (display path, class name) checked to the end
+    checked: list[FunctionTarget]  # the Functions checked to the end
+
+    def owner(self, finding: Finding) -> FunctionTarget | None:
+        """The checked Function a static finding is about: same file and
+        class name, the innermost class whose lines hold the finding (two
+        classes may share a name in one file)."""
+        owners = [t for t in self.checked if t.display == finding.path and
+                  t.name == finding.function and t.line <= finding.line <= t.end_line]
+        return max(owners, key=lambda t: t.line, default=None)
 
 
 def plan_jobs(functions: list[FunctionTarget],
@@ -87,7 +95,7 @@ def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], froz
                 options: DynamicOptions, progress_stream: TextIO | None = None) -> DynamicResult:
     jobs = plan_jobs(functions, codes_for)
     findings: list[Finding] = []
-    checked: set[tuple[str, str]] = set()
+    checked: list[FunctionTarget] = []
     progress = _Progress(len(jobs), progress_stream if options.progress else None)
     with tempfile.TemporaryDirectory(prefix="autograd-lint-dynamic-") as workdir, \
             ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
@@ -100,24 +108,26 @@ def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], froz
                 found, complete = outcome_findings(target, outcome, codes)
                 findings.extend(found)
                 if complete:
-                    checked.add((target.display, target.qualname.rsplit(".", 1)[-1]))
+                    checked.append(target)
     progress.done()
     return DynamicResult(findings, checked)
 
 
 def confirm(static: list[Finding], result: DynamicResult) -> list[Finding]:
     """Mark each static finding a dynamic check covers as confirmed or not."""
-    by_function: dict[tuple[str, str | None], set[str]] = {}
+    # Dynamic findings point at their class's line: that identifies the class.
+    by_function: dict[tuple[str, int], set[str]] = {}
     for finding in result.findings:
-        by_function.setdefault((finding.path, finding.function), set()).add(finding.code)
+        by_function.setdefault((finding.path, finding.line), set()).add(finding.code)
     marked = []
     for finding in static:
         covering = COVERED_BY.get(finding.code)
-        key = (finding.path, finding.function)
-        if covering is None or finding.function is None or key not in result.checked:
+        owner = result.owner(finding) if covering is not None else None
+        if covering is None or owner is None:
             marked.append(finding)
             continue
-        marked.append(replace(finding, confirmed=bool(covering & by_function.get(key, set()))))
+        found = by_function.get((owner.display, owner.line), set())
+        marked.append(replace(finding, confirmed=bool(covering & found)))
     return marked
 
 
@@ -125,7 +135,7 @@ def outcome_findings(target: FunctionTarget, outcome: dict[str, Any],
                      codes: frozenset[str]) -> tuple[list[Finding], bool]:
     """A Function's findings from its worker's outcome, and whether it was
     checked to the end (False: AGD900 says why not)."""
-    entry = outcome.get(target.qualname)
+    entry = outcome.get(target.key)
     if entry is None or entry.get("reason"):
         reason = (entry or {}).get("reason") or outcome.get("__reason__", "no result")
         return findings_for(target, [{"code": "AGD900", "reason": reason}], codes), False
@@ -135,7 +145,7 @@ def outcome_findings(target: FunctionTarget, outcome: dict[str, Any],
 def findings_for(target: FunctionTarget, raw: list[dict[str, Any]],
               codes: frozenset[str]) -> list[Finding]:
     found = []
-    name = target.qualname.rsplit(".", 1)[-1]
+    name = target.name
     for item in raw:
         code = item.get("code")
         if code not in RULES or code not in codes:
@@ -155,7 +165,7 @@ def findings_for(target: FunctionTarget, raw: list[dict[str, Any]],
 
 def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
              number: int) -> dict[str, Any]:
-    """Run one module's worker; returns {qualname: entry}, plus `__reason__`
+    """Run one module's worker; returns {target key: entry}, plus `__reason__`
     when the worker died."""
     request = os.path.join(workdir, f"request{number}.json")
     result = os.path.join(workdir, f"result{number}.json")
@@ -185,14 +195,14 @@ def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
     data = _read(result)
     outcome: dict[str, Any] = dict(data.get("functions", {}))
     if data.get("module_error"):
-        outcome = {t.qualname: {"reason": data["module_error"]} for t in job.functions}
+        outcome = {t.key: {"reason": data["module_error"]} for t in job.functions}
     elif reason is None and data == {}:
         reason = "the worker wrote no result"
     if reason is not None:
         outcome["__reason__"] = reason
         # The Function being checked when it died did not finish.
-        for qualname, entry in list(outcome.items()):
-            if qualname != "__reason__" and isinstance(entry, dict) and \
+        for key, entry in list(outcome.items()):
+            if key != "__reason__" and isinstance(entry, dict) and \
                     entry.get("inputs") is None and not entry.get("reason"):
                 entry["reason"] = reason
     return outcome

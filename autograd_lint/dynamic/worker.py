@@ -35,23 +35,62 @@ def _limit_memory(megabytes: int | None) -> None:
 
 def _import(module: str, path: str, root: str) -> Any:
     import importlib
-    import importlib.util
 
     if root not in sys.path:
         sys.path.insert(0, root)
     try:
-        return importlib.import_module(module)
+        loaded = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name != module and not module.startswith(f"{exc.name}."):
             raise
-    # Not importable by name (no package on the path): load the file itself.
-    spec = importlib.util.spec_from_file_location(module, path)
+        # Not importable by name (no package on the path): load the file itself.
+        return _load_file(module, path)
+    if _same_file(getattr(loaded, "__file__", None), path):
+        return loaded
+    if "." in module:
+        raise ImportError(f"`import {module}` gives {loaded.__file__}, not this file "
+                          "(another package of that name comes first on sys.path)")
+    # A top-level module whose name something else took first (the standard
+    # library's `types`, an installed `utils`): the file itself, under a name
+    # of its own so that the other module stays what its users imported.
+    return _load_file(f"_autograd_lint_target_{module}", path)
+
+
+def _load_file(name: str, path: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     loaded = importlib.util.module_from_spec(spec)
-    sys.modules[module] = loaded
+    sys.modules[name] = loaded
     spec.loader.exec_module(loaded)
     return loaded
+
+
+def _same_file(found: str | None, path: str) -> bool:
+    if not found:
+        return False
+    try:
+        return os.path.samefile(found, path)
+    except OSError:
+        return False
+
+
+def _defined_at(cls: Any, method_lines: list[list[Any]]) -> bool:
+    """Whether a class is the definition whose methods start at these lines
+    (a name bound to two classes in turn names the last one that ran)."""
+    import inspect
+
+    for name, line in method_lines:
+        member = cls.__dict__.get(name)
+        function = getattr(member, "__func__", member)
+        try:
+            code = inspect.unwrap(function).__code__
+        except (AttributeError, ValueError):
+            continue
+        return code.co_firstlineno == line
+    return False  # nothing to tell them apart by: do not guess
 
 
 def _describe_import_error(exc: BaseException) -> str:
@@ -103,13 +142,17 @@ def main(request_path: str, result_path: str) -> int:
     for spec in request["functions"]:
         qualname = spec["qualname"]
         entry: dict[str, Any] = {"findings": [], "reason": None, "inputs": None}
-        result["functions"][qualname] = entry
+        result["functions"][spec["key"]] = entry
         try:
             cls: Any = module
             for part in qualname.split("."):
                 if part == "<locals>":
                     raise NotChecked("defined inside a function: not importable")
                 cls = getattr(cls, part)
+            if spec.get("rebound_at") and not _defined_at(cls, spec["method_lines"]):
+                raise NotChecked(f"`{qualname}` names another class once the module has "
+                                 f"run (bound again at line {spec['rebound_at']}): this one "
+                                 "is not importable by name")
             target = Target(cls, spec["once_differentiable"], spec["has_jvp"],
                             spec["has_vmap"], torch.device(device_name))
             used = run_all(target)
