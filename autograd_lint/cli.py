@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the engine loads only when a check runs
     from .engine import LintResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-COMMANDS = ("check", "rules", "rule", "server")
+COMMANDS = ("check", "rules", "rule", "server", "record")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -128,9 +128,16 @@ def build_parser() -> argparse.ArgumentParser:
     dynamic.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                          help="where to run them (auto: CUDA when available)")
     dynamic.add_argument("--timeout", type=_seconds_arg, default=60.0, metavar="SECONDS",
-                         help="per module (default: 60)")
+                         help="per Function (default: 60)")
     dynamic.add_argument("--memory-limit", type=_megabytes_arg, default=None, metavar="MB",
-                         help="address-space limit of a CPU worker (default: 8192; 0: none)")
+                         help="address space a CPU worker's checked code may add, beyond "
+                              "torch's own (default: 8192; 0: no limit)")
+    dynamic.add_argument("--recorded", metavar="FILE",
+                         help="calls recorded from the project's tests (default: "
+                              "recorded-calls.json in the cache directory, when there is one)")
+    dynamic.add_argument("--no-triton-interpreter", action="store_true",
+                         help="on a CPU, do not run Triton kernels through Triton's "
+                              "interpreter")
     check.add_argument("--baseline", metavar="FILE",
                        help="report only findings not recorded in this baseline")
     check.add_argument("--write-baseline", metavar="FILE",
@@ -141,6 +148,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     rule = commands.add_parser("rule", help="explain a rule")
     rule.add_argument("code", help="a rule code (AGF001) or name (ctx-tensor-attribute)")
+
+    record = commands.add_parser(
+        "record", help="run a command and record the calls of every Function",
+        description="Run COMMAND (your tests) with torch.autograd.Function.apply observed, "
+                    "and record a few distinct calls of each Function for `check --dynamic`.")
+    record.add_argument("--output", metavar="FILE",
+                        help="where to write (default: recorded-calls.json in the cache "
+                             "directory)")
+    record.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                        help="the command to run, after `--`")
 
     commands.add_parser("server", help="run the language server (LSP over stdio)",
                         description="Editor diagnostics and quick fixes over the Language "
@@ -250,12 +267,9 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
     scan_tree = any(os.path.isdir(p) for p in paths)
     cache = None
     if not args.no_cache:
-        from .cache import CACHE_DIR, Cache
+        from .cache import Cache
 
-        # The project's root: where its configuration lives, else the directory run in.
-        directory = args.cache_dir or os.environ.get("AUTOGRAD_LINT_CACHE_DIR") or \
-            plan.config_for(Path(paths[0])).root / CACHE_DIR
-        cache = Cache(Path(directory))
+        cache = Cache(_cache_directory(args, plan))
     if keep is not None:
         gc.disable()  # the process ends right after: no collection is worth it
     result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=not args.no_prefilter,
@@ -328,18 +342,34 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
 
 
+def _cache_directory(args: argparse.Namespace, plan: _Plan) -> Path:
+    """--cache-dir, else AUTOGRAD_LINT_CACHE_DIR, else the project's root
+    (where its configuration lives, else the directory run in)."""
+    from .cache import CACHE_DIR
+
+    return Path(args.cache_dir or os.environ.get("AUTOGRAD_LINT_CACHE_DIR") or
+                plan.config_for(Path((args.paths or ["."])[0])).root / CACHE_DIR)
+
+
 def _run_dynamic(args: argparse.Namespace, result: LintResult, plan: _Plan,
                  err: TextIO) -> list:
     """Run the dynamic checks on the Functions found; static findings they
     cover get `confirmed`."""
+    from .dynamic.recording import RECORDING_FILE, RecordingError, read_recording
     from .dynamic.runner import DEFAULT_MEMORY_LIMIT_MB, DynamicOptions, confirm, run_dynamic
     from .findings import sort_findings
 
     memory = DEFAULT_MEMORY_LIMIT_MB if args.memory_limit is None else args.memory_limit
+    try:
+        recording = read_recording(args.recorded) if args.recorded else read_recording(
+            _cache_directory(args, plan) / RECORDING_FILE, strict=False)
+    except RecordingError as exc:
+        raise ConfigError(str(exc)) from None
     options = DynamicOptions(
         device=args.device, timeout=args.timeout, jobs=args.jobs or os.cpu_count() or 1,
         memory_limit_mb=memory or None,
-        progress=args.format == "text" and err.isatty())
+        progress=args.format == "text" and err.isatty(),
+        triton_interpreter=not args.no_triton_interpreter, recording=recording or None)
     dynamic = run_dynamic(result.functions, plan.codes_for, options, err)
     static = confirm(result.findings, dynamic)
     return sort_findings(static + dynamic.findings)
@@ -397,6 +427,22 @@ def run_rule(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_CLEAN
 
 
+def run_record(args: argparse.Namespace, err: TextIO) -> int:
+    """Run the command with every Function's calls recorded; its exit status."""
+    from .dynamic.recording import RecordingError, default_path, record_command
+
+    command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not command:
+        raise ConfigError("record needs a command to run: autograd-lint record -- pytest tests/")
+    output = Path(args.output) if args.output else default_path(os.getcwd())
+    try:
+        status, summary = record_command(command, output)
+    except RecordingError as exc:
+        raise ConfigError(str(exc)) from None
+    err.write(f"autograd-lint: {summary}\n")
+    return status
+
+
 def run_server() -> int:
     try:
         from .lsp import serve
@@ -432,6 +478,8 @@ def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None)
             return run_rules(args, out)
         if args.command == "server":
             return run_server()
+        if args.command == "record":
+            return run_record(args, err)
         return run_rule(args, out)
     except ConfigError as exc:
         err.write(f"autograd-lint: error: {exc}\n")

@@ -83,6 +83,12 @@ class FunctionTarget:
     # can tell whether the class it imports by name is this one.
     rebound_at: int | None = None
     method_lines: tuple[tuple[str, int], ...] = ()
+    # Why it cannot run at all (no backward): reported as AGD900 without a worker.
+    skip_reason: str | None = None
+    # forward's inputs that static analysis saw used as tensors: synthesis
+    # never guesses a number for them.
+    tensor_inputs: tuple[str, ...] = ()
+    legacy: bool = False  # forward is an instance method (pre-1.3 style)
 
     @property
     def key(self) -> str:
@@ -97,7 +103,7 @@ class FunctionTarget:
         return {**self.__dict__, "key": self.key}
 
 
-def _target(source: SourceInput, fn: object) -> FunctionTarget | None:
+def _target(source: SourceInput, fn: object, project: Project) -> FunctionTarget | None:
     from .project import FunctionClass
 
     assert isinstance(fn, FunctionClass)
@@ -105,9 +111,14 @@ def _target(source: SourceInput, fn: object) -> FunctionTarget | None:
     if module.module_name == "__main__":
         return None
     forward, backward = fn.method("forward"), fn.method("backward") or fn.method("vjp")
+    skip_reason = None
     if forward is None or backward is None:
-        return None  # cannot run as written (AGF106 / AGF111 say why)
+        if project.has_subclasses(fn):
+            return None  # a base class: its subclasses are what runs
+        skip_reason = ("it defines no forward (AGF111)" if forward is None else
+                       "it defines neither backward nor vjp (AGF106): nothing to differentiate")
     generate = fn.attr("generate_vmap_rule")
+    facts = FunctionFacts(fn)
     node = fn.info.node
     method_lines: tuple[tuple[str, int], ...] = ()
     if fn.info.rebound_at is not None:
@@ -118,11 +129,15 @@ def _target(source: SourceInput, fn: object) -> FunctionTarget | None:
         path=source.path, display=source.display, module=module.module_name,
         import_root=module.import_root or os.path.dirname(os.path.abspath(source.path)),
         qualname=fn.info.qualname, line=fn.info.line,
-        end_line=node.end_lineno or node.lineno, once_differentiable=backward.once_differentiable,
+        end_line=node.end_lineno or node.lineno,
+        once_differentiable=backward is not None and backward.once_differentiable,
         has_jvp=fn.method("jvp") is not None,
         has_vmap=fn.method("vmap") is not None or (
             isinstance(generate, ast.Constant) and generate.value is True),
-        rebound_at=fn.info.rebound_at, method_lines=method_lines)
+        rebound_at=fn.info.rebound_at, method_lines=method_lines, skip_reason=skip_reason,
+        tensor_inputs=tuple(sorted(name for name in facts.inputs if facts.input_is_tensor(name))),
+        legacy=forward is not None and forward.node is not None and not forward.is_static
+        and not forward.is_classmethod)
 
 
 @dataclass
@@ -461,7 +476,7 @@ class _Run:
             findings = findings + filter_findings(checked, entry.text)
             if self.collect_functions:
                 for fn in self.project.functions_in(entry.module):
-                    target = _target(entry.source, fn)
+                    target = _target(entry.source, fn, self.project)
                     if target is not None:
                         self.result.functions.append(target)
         self._findings.extend(findings)

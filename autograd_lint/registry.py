@@ -360,12 +360,15 @@ _RULES = _RULES + (
     ),
     # --- dynamic mode (`--dynamic`): found by running the Function ------------
     Rule("AGD001", "gradcheck-failed", ERROR,
-         "torch.autograd.gradcheck (float64) disagrees with backward.",
-         "gradcheck fails: {detail}", "dynamic"),
+         "gradcheck disagrees with backward, at the precision the Function computes in.",
+         "gradcheck fails in {precision}: {detail}", "dynamic"),
     Rule("AGD002", "gradgradcheck-failed", ERROR,
          "gradgradcheck disagrees for a backward not decorated @once_differentiable.",
-         "gradgradcheck fails (second derivatives through backward are wrong): {detail}; "
-         "keep backward differentiable or decorate it with `@once_differentiable`", "dynamic"),
+         "second derivatives through backward are wrong (gradgradcheck in {precision}: "
+         "{detail}): backward computes its result outside autograd (a kernel, `.detach()`, "
+         "`no_grad`, saved intermediates) so double backward silently differs; recompute "
+         "from the saved inputs/outputs with differentiable ops in backward, or decorate it "
+         "`@once_differentiable` so double backward raises", "dynamic"),
     Rule("AGD003", "backward-raised", ERROR,
          "forward or backward raised on valid inputs.",
          "{where} raised on valid inputs: {detail}", "dynamic"),
@@ -382,9 +385,10 @@ _RULES = _RULES + (
          "after forward, `ctx.{attr}` holds {what}; save tensors with "
          "`ctx.save_for_backward(...)`", "dynamic"),
     Rule("AGD007", "saved-tensor-mutated", ERROR,
-         "A saved tensor's version changed during backward.",
-         "backward changed saved tensor {index} in place (its version went from {before} to "
-         "{after})", "dynamic"),
+         "backward changed a saved tensor (its version, or its values through a kernel).",
+         "backward changed saved tensor {index} in place ({how}): a second backward "
+         "(`retain_graph=True`) or double backward reads the changed values; write results "
+         "into new tensors", "dynamic"),
     Rule("AGD008", "forward-ad-failed", ERROR,
          "jvp is defined and gradcheck(check_forward_ad=True) fails.",
          "forward-mode AD check fails: {detail}", "dynamic"),
@@ -409,6 +413,12 @@ _RULES = _RULES + (
     Rule("AGD014", "noncontiguous-grad-output", ERROR,
          "backward gives different gradients for a non-contiguous incoming gradient.",
          "backward {detail} when the incoming gradient is {layout} instead of contiguous",
+         "dynamic"),
+    Rule("AGD015", "none-gradient-but-dependent", WARNING,
+         "backward returns None for a floating-point input the outputs depend on.",
+         "backward returns None for input {index} (`{name}`), yet the outputs depend on it "
+         "({detail}): its gradient is silently zero; return its gradient, or turn AGD015 off "
+         "where that input is never differentiated (a loss target, a cos/sin table)",
          "dynamic"),
     Rule("AGD900", "not-checked", WARNING,
          "The dynamic checks could not run: import failed, no inputs, timeout, crash.",

@@ -55,11 +55,13 @@ EXPECTED = {
     "BiasRequired": {"AGD012"},
     "SwappedNeedsInputGrad": {"AGD013"},
     "ContiguousOnly": {"AGD014"},
+    "ForgetsWeight": {"AGD015"},
     # Negatives: the same shapes done right.
     "Clean": set(),
     "DetachedOnceDifferentiable": set(),
     "InPlaceMarkedDirty": set(),
     "BiasOptional": set(),
+    "UnusedTable": set(),
 }
 
 
@@ -100,7 +102,7 @@ def test_messages_name_the_input_and_the_size_of_the_error(agd_cases) -> None:
 # -- isolation -------------------------------------------------------------------------
 def test_hangs_crashes_exits_import_errors_and_memory_are_reported(tmp_path: Path) -> None:
     code, findings, _ = dynamic("--select", "AGD", "--timeout", "10", "--memory-limit", "3000",
-                                "--jobs", "2", str(DYNAMIC / "isolation"))
+                                "--jobs", "2", "--device", "cpu", str(DYNAMIC / "isolation"))
     reasons = {Path(f["path"]).stem: f["message"] for f in findings}
     assert all(f["code"] == "AGD900" for f in findings) and code == 1
     assert "timed out after 10 s" in reasons["hangs"]
@@ -227,6 +229,92 @@ def test_static_findings_are_confirmed_or_not(tmp_path: Path) -> None:
     _, findings, _ = dynamic("ops.py", cwd=tmp_path)
     confirmed = {f["code"]: f["confirmed"] for f in findings}
     assert confirmed == {"AGF001": True, "AGD006": None, "AGF006": False}
+
+
+# -- precision, honest verdicts, flags ------------------------------------------------------
+PRECISION = {
+    "Float32Wave": set(), "Float32WaveWrong": {"AGD001"},
+    "OnlyFloat32": set(), "OnlyFloat32Wrong": {"AGD001"},
+    "OnlyBFloat16": {"AGD900"}, "OnlyBFloat16WithReference": set(),
+    "OnlyBFloat16WrongDeclared": {"AGD001"}, "BuggyWhenFused": {"AGD001"},
+    "LegacyScale": {"AGD003"}, "ReadsUnsetCtxAttribute": {"AGD003"}, "NoBackward": {"AGD900"},
+    "BrokenBackwardDeclared": {"AGD003"}, "LossWithTarget": set(),
+}
+
+
+@pytest.fixture(scope="module")
+def precision_cases() -> tuple[dict[str, set[str]], dict[str, str]]:
+    _, findings, _ = dynamic("--select", "AGD", str(DYNAMIC / "precision_cases.py"))
+    return by_function(findings), {f["function"]: f["message"] for f in findings}
+
+
+@pytest.mark.parametrize("name", sorted(PRECISION))
+def test_each_precision_and_verdict_case(name: str, precision_cases) -> None:
+    reported, _ = precision_cases
+    assert reported.get(name, set()) == PRECISION[name]
+
+
+def test_float32_kernels_are_checked_in_float32_and_the_message_says_so(
+        precision_cases) -> None:
+    """A float64 gradcheck fails on the correct Float32Wave (its float32
+    rounding): the dynamic mode checks it in float32 instead, and still catches
+    the wrong one, naming the precision."""
+    from torch.autograd.gradcheck import GradcheckError
+
+    sys.path.insert(0, str(DYNAMIC))
+    try:
+        import precision_cases as cases
+    finally:
+        sys.path.pop(0)
+    x = (torch.rand(3, 4, dtype=torch.float64) + 0.5).requires_grad_()
+    with pytest.raises(GradcheckError):
+        torch.autograd.gradcheck(cases.Float32Wave.apply, (x,))
+    _, messages = precision_cases
+    assert "in float32 (computes in float32 on float64 inputs" in messages["Float32WaveWrong"]
+    assert "in float32 (it does not run in float64)" in messages["OnlyFloat32Wrong"]
+    assert "x=float32[" in messages["OnlyFloat32Wrong"]
+    assert "in bfloat16, against the declared reference" in \
+        messages["OnlyBFloat16WrongDeclared"]
+    assert "computes only in bfloat16" in messages["OnlyBFloat16"] and \
+        "`reference` staticmethod" in messages["OnlyBFloat16"]
+
+
+def test_honest_verdicts_name_their_cause(precision_cases) -> None:
+    _, messages = precision_cases
+    assert "(with `use_fused=True`)" in messages["BuggyWhenFused"]
+    assert "Legacy autograd function with non-static forward method" in messages["LegacyScale"]
+    assert "no attribute 'factor'" in messages["ReadsUnsetCtxAttribute"]
+    assert "neither backward nor vjp" in messages["NoBackward"]
+    assert "backward raised on valid inputs: AttributeError" in \
+        messages["BrokenBackwardDeclared"]
+    assert "declare" not in messages["BrokenBackwardDeclared"]
+
+
+def test_a_none_gradient_by_design_leaves_the_other_inputs_checked(agd_cases) -> None:
+    """ForgetsWeight: x is still gradchecked (no AGD001) and the dropped
+    weight gradient is AGD015; UnusedTable's table does not move the output."""
+    reported, findings = agd_cases
+    message = next(f["message"] for f in findings if f["function"] == "ForgetsWeight")
+    assert "input 1 (`weight`)" in message and "silently zero" in message
+
+
+def test_triton_kernels_run_on_the_cpu_through_the_interpreter() -> None:
+    """Nothing set by hand: the worker runs Triton's interpreter on a CPU, with
+    float scalar arguments and libdevice functions as compiled Triton has them."""
+    pytest.importorskip("triton")
+    _, findings, _ = dynamic("--select", "AGD", "--device", "cpu",
+                             str(DYNAMIC / "triton_kernels.py"))
+    codes = by_function(findings)
+    assert codes == {"TritonTripleWrong": {"AGD001"}, "TritonTripleTwice": {"AGD002"}}
+    message = next(f["message"] for f in findings if f["code"] == "AGD001")
+    assert "in float32 (computes in float32 on float64 inputs" in message
+
+
+def test_the_triton_interpreter_can_be_turned_off() -> None:
+    pytest.importorskip("triton")
+    _, findings, _ = dynamic("--select", "AGD", "--device", "cpu", "--no-triton-interpreter",
+                             str(DYNAMIC / "triton_kernels.py"))
+    assert {f["code"] for f in findings} == {"AGD900"}
 
 
 # -- identity: files and classes that share a name ----------------------------------------
@@ -378,6 +466,24 @@ def test_pytest_plugin_names_two_classes_of_one_name_apart(tmp_path: Path) -> No
     assert ids == ["ops.py::gradcheck[Scale@4]", "ops.py::gradcheck[Scale@15]"], proc.stdout
 
 
+def test_pytest_plugin_paths_and_skips(tmp_path: Path) -> None:
+    """`--autograd-gradcheck` is a flag: the path after it stays pytest's own
+    argument, and `--autograd-gradcheck-path` chooses others. A Function that
+    could not be checked is skipped with the reason, not failed."""
+    (tmp_path / "cases.py").write_text((DYNAMIC / "precision_cases.py").read_text())
+    (tmp_path / "test_nothing.py").write_text("def test_plain():\n    pass\n")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           "-rfs", "--autograd-gradcheck", "--autograd-gradcheck-path",
+                           "cases.py", "test_nothing.py", "-k",
+                           "plain or NoBackward or OnlyBFloat16] or Float32WaveWrong"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert "1 failed, 1 passed, 2 skipped" in proc.stdout, proc.stdout + proc.stderr
+    assert "FAILED cases.py::gradcheck[Float32WaveWrong]" in proc.stdout
+    assert "neither backward nor vjp" in proc.stdout and "computes only in bfloat16" in \
+        proc.stdout
+
+
 def test_guesses_never_become_findings() -> None:
     """Callables cannot be synthesized; an error inside backward with guessed
     inputs is "not checked", not AGD003; integer tensors on ctx are not AGD006;
@@ -416,12 +522,25 @@ def test_declared_inputs_trust_errors_inside_backward(tmp_path: Path) -> None:
         finding["message"]
 
 
-def test_torch_own_legacy_functions_are_not_blamed_for_guessed_inputs() -> None:
-    """torch.nn's CrossMapLRN2d raises inside its backward for a guessed `size`:
-    an error in backward's body (even in a file under torch/) is about the guess."""
+def test_an_error_inside_backward_with_guessed_inputs_is_not_a_finding() -> None:
+    """backward raises for the value synthesis guessed: AGD900 names where."""
+    _, findings, _ = dynamic("--select", "AGD", str(DYNAMIC / "guess_sensitive.py"))
+    assert [f["code"] for f in findings] == ["AGD900"]
+    message = findings[0]["message"]
+    assert "backward raised KeyError: 1 in backward (guess_sensitive.py:" in message
+    assert "with synthesized inputs" in message and "--autograd-record" in message
+
+
+def test_torch_legacy_cross_map_lrn_backward_disagrees_with_its_forward() -> None:
+    """torch.nn's CrossMapLRN2d: its backward differs from the derivative of
+    its forward by about 1e-4 whatever the finite-difference step (1e-4 to
+    1e-7 give the same), and it keeps `scale` on ctx: both true findings.
+    SyncBatchNorm needs a process group: not checked, and says why."""
     import torch.nn.modules._functions as legacy
 
     _, findings, _ = dynamic("--select", "AGD", legacy.__file__)
     codes = by_function(findings)
-    assert codes["CrossMapLRN2d"] == {"AGD900"}
-    assert all(code == {"AGD900"} for code in codes.values())
+    assert codes["CrossMapLRN2d"] == {"AGD001", "AGD006"}
+    assert codes["SyncBatchNorm"] == {"AGD900"}
+    message = next(f["message"] for f in findings if f["code"] == "AGD001")
+    assert "in float64" in message and "max abs error 0.000" in message

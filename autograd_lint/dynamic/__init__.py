@@ -19,6 +19,12 @@ Each example is the positional arguments of `Scale.apply`. Floating tensors
 are converted to float64 (complex to complex128), moved to the checked device
 and made to require grad; other values are passed as they are.
 
+A Function that only computes in bfloat16/float16 (where finite differences
+say nothing) is checked against a reference implementation in float64: a
+`reference` staticmethod taking forward's inputs, or
+
+    @example_inputs(lambda: (torch.randn(8, 64),), reference=lambda x: x.relu() * 3)
+
 This package imports no torch: the decorator only records the factories. The
 checks run in child processes (`worker.py`); `runner.py` drives them.
 """
@@ -28,18 +34,23 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 EXAMPLES_ATTRIBUTE = "__autograd_lint_examples__"
+REFERENCE_ATTRIBUTE = "__autograd_lint_reference__"
 
 T = TypeVar("T")
 
 
-def example_inputs(*factories: Callable[[], Any] | tuple[Any, ...]) -> Callable[[T], T]:
+def example_inputs(*factories: Callable[[], Any] | tuple[Any, ...],
+                   reference: Callable[..., Any] | None = None) -> Callable[[T], T]:
     """Class decorator: example arguments for `Function.apply`, each a tuple or a
-    function returning one (a function builds fresh tensors on every call)."""
+    function returning one (a function builds fresh tensors on every call);
+    `reference`: what forward computes, in plain differentiable torch."""
     if not factories:
         raise TypeError("example_inputs() needs at least one example")
 
     def decorate(cls: T) -> T:
         setattr(cls, EXAMPLES_ATTRIBUTE, tuple(factories))
+        if reference is not None:
+            setattr(cls, REFERENCE_ATTRIBUTE, staticmethod(reference))
         return cls
 
     return decorate

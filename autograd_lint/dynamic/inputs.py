@@ -1,21 +1,33 @@
-"""Example inputs for a Function: declared by the user, else synthesized from
-forward's signature. Runs in the worker process (imports torch)."""
+"""Inputs for a Function's checks, best first: calls recorded from the
+project's own tests (`recording.py`), examples declared next to the Function,
+then synthesis from forward's signature. Runs in the worker (imports torch).
+
+Synthesis gives each tensor parameter a *role* from its name (the main
+operand, a per-feature vector like `weight`/`bias`/`gamma`, a weight matrix,
+class labels, a mask, a cos/sin table) and tries *layouts* that size those
+roles consistently: elementwise (all alike), rows (`x[3, 4]`, `weight[4]`),
+logits with labels (`x[3, 5]`, `target[3]` in 0..4), a linear head
+(`x[3, 4]`, `weight[5, 4]`, `target[3]`), sequences, attention heads and
+channels. No dimension is 1 (a slice `x[1:]` would be empty and hide a bug)
+and dimensions differ (a transposed gradient cannot pass for the right one).
+Forward's error messages steer the search: an unpacking error names the rank
+it wanted, a dtype complaint moves down the precision ladder, an
+AttributeError on a number makes that number a tensor.
+"""
 from __future__ import annotations
 
 import inspect
 import itertools
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
 from . import EXAMPLES_ATTRIBUTE
 
-# Shapes tried in order until forward accepts the inputs. Non-square first, so
-# a gradient returned transposed does not pass for the right shape.
-SHAPES: tuple[tuple[int, ...], ...] = ((3, 4), (4,), (2, 3, 4), (4, 4), (1, 3, 4, 4))
-MAX_TRIES_PER_SHAPE = 16
+RECORDED, DECLARED, SYNTHESIZED = "recorded", "declared", "synthesized"
 
 # Values for well-known non-tensor parameter names, most likely first.
 KNOWN_VALUES: dict[str, tuple[Any, ...]] = {
@@ -29,6 +41,7 @@ KNOWN_VALUES: dict[str, tuple[Any, ...]] = {
     "num_groups": (1,), "chunks": (1,), "idx": (0,), "affine": (True, False),
     "elementwise_affine": (True, False), "bidirectional": (False,), "deterministic": (True,),
     "scale": (2.0,), "factor": (2.0,), "exponent": (2.0,), "power": (2.0,),
+    "ignore_index": (-100,), "label_smoothing": (0.0,), "offset": (0.0,),
 }
 # Parameters that are index tensors: the identity permutation along `dim` is
 # always valid, and is its own inverse.
@@ -37,29 +50,126 @@ INDEX_NAMES = frozenset({"index", "indices", "ind", "inds", "ind_inv", "perm", "
 # Optional parameters that are usually tensors (`bias=None`).
 TENSOR_NAMES = frozenset({"bias", "weight", "mask", "attn_mask", "residual", "scale_tensor",
                           "gamma", "beta", "grad", "other", "target", "weights"})
+LABEL_NAMES = frozenset({"labels", "label", "input_ids", "token_ids", "ids", "classes",
+                         "completion_ids", "selected_token_ids", "shift_labels"})
+TARGET_NAMES = frozenset({"target", "targets", "y_true", "y"})
+VECTOR_NAMES = frozenset({"bias", "b", "gamma", "beta", "alpha", "scale", "shift", "w", "weight"})
+TABLE_PREFIXES = ("cos", "sin", "freq", "rotary", "rope", "position_embedding")
+
+# The sizes synthesis gives dimensions (distinct, none of them 1).
+ROWS, HIDDEN, VOCAB = 3, 4, 5
+BATCH, SEQUENCE, HEADS, HEAD_DIM = 2, 3, 2, 4
+CHANNELS, GROUPS, LENGTH = 4, 2, 3
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Consistent shapes for the roles of a Function's tensor parameters."""
+
+    name: str
+    main: tuple[int, ...]
+    vector: tuple[int, ...] | None = None  # None: like main
+    matrix: tuple[int, ...] | None = None  # None: like vector
+    table: tuple[int, ...] | None = None  # None: like main
+    labels_high: int = HIDDEN  # class labels are in [0, labels_high)
+    target_is_labels: bool = False  # `target` holds class labels (else like main)
+    sizes: tuple[tuple[str, int], ...] = ()  # integer parameters named after a dimension
+
+    @property
+    def rank(self) -> int:
+        return len(self.main)
+
+
+_DIM_SIZES = (("hidden", HIDDEN), ("hidden_size", HIDDEN), ("n_cols", HIDDEN),
+              ("vocab_size", VOCAB), ("num_heads", HEADS), ("n_heads", HEADS),
+              ("head_dim", HEAD_DIM), ("seq_len", SEQUENCE))
+LAYOUTS: tuple[Layout, ...] = (
+    Layout("elementwise", (ROWS, HIDDEN)),
+    Layout("rows", (ROWS, HIDDEN), vector=(HIDDEN,), matrix=(VOCAB, HIDDEN), sizes=_DIM_SIZES),
+    Layout("logits", (ROWS, VOCAB), vector=(VOCAB,), labels_high=VOCAB, target_is_labels=True,
+           sizes=_DIM_SIZES),
+    Layout("linear", (ROWS, HIDDEN), vector=(VOCAB,), matrix=(VOCAB, HIDDEN), labels_high=VOCAB,
+           target_is_labels=True, sizes=_DIM_SIZES),
+    Layout("linear-soft", (ROWS, HIDDEN), vector=(VOCAB,), matrix=(VOCAB, HIDDEN),
+           labels_high=VOCAB, sizes=_DIM_SIZES),
+    Layout("vector", (VOCAB,)),
+    Layout("sequence", (BATCH, SEQUENCE, HIDDEN), vector=(HIDDEN,), matrix=(VOCAB, HIDDEN),
+           sizes=_DIM_SIZES),
+    Layout("sequence-logits", (BATCH, SEQUENCE, VOCAB), vector=(VOCAB,), labels_high=VOCAB,
+           target_is_labels=True, sizes=_DIM_SIZES),
+    Layout("heads", (BATCH, HEADS, SEQUENCE, HEAD_DIM), vector=(HEAD_DIM,),
+           table=(BATCH, SEQUENCE, HEAD_DIM), sizes=_DIM_SIZES),
+    Layout("heads-last", (BATCH, SEQUENCE, HEADS, HEAD_DIM), vector=(HEAD_DIM,),
+           table=(BATCH, SEQUENCE, HEAD_DIM), sizes=_DIM_SIZES),
+    Layout("channels", (BATCH, CHANNELS, LENGTH), vector=(CHANNELS,),
+           sizes=(("num_channels", CHANNELS), ("channels", CHANNELS),
+                  ("in_channels", CHANNELS), ("num_groups", GROUPS))),
+    Layout("elementwise-3d", (BATCH, SEQUENCE, HIDDEN)),
+    Layout("elementwise-4d", (BATCH, HEADS, SEQUENCE, HEAD_DIM)),
+)
+MAX_CANDIDATES = 48  # forward calls synthesis may spend on one Function
+MAX_PER_LAYOUT = 4
 
 
 @dataclass
 class Inputs:
-    """One set of arguments for `apply`, and how it was made."""
+    """One set of arguments for `apply`, and where it came from."""
 
     args: tuple[Any, ...]
     names: list[str]
-    declared: bool
+    source: str  # RECORDED | DECLARED | SYNTHESIZED
     none_defaults: list[int] = field(default_factory=list)  # positions given a tensor
     # for a parameter that defaults to None
+    flags: list[int] = field(default_factory=list)  # bool flags synthesis chose
+    frozen: frozenset[int] = frozenset()  # inputs the caller does not differentiate
+    layout: str = ""
+    # The floating dtype callers pass for each input (a recording or a
+    # declaration says; None: unknown), whatever dtype the checks use.
+    native: tuple[torch.dtype | None, ...] = ()
+
+    def native_dtype(self, index: int) -> torch.dtype | None:
+        return self.native[index] if index < len(self.native) else None
+
+    @property
+    def trusted(self) -> bool:
+        """Inputs the project itself uses: an error with them is the code's."""
+        return self.source != SYNTHESIZED
 
     def describe(self) -> str:
-        return "declared inputs" if self.declared else "synthesized inputs " + \
-            ", ".join(f"{name}={_short(value)}" for name, value in zip(self.names, self.args,
-                                                                       strict=False))
+        if self.source == DECLARED:
+            return "declared inputs"
+        return f"{self.source} inputs " + ", ".join(
+            f"{name}={short(value)}" for name, value in zip(self.names, self.args, strict=False))
+
+    def name(self, index: int) -> str:
+        return self.names[index] if index < len(self.names) else f"arg{index}"
+
+    def with_dtype(self, dtype: torch.dtype) -> Inputs:
+        """The same inputs with floating tensors in `dtype`."""
+        return replace(self, args=tuple(_as_dtype(a, dtype) for a in self.args))
+
+    def with_arg(self, index: int, value: Any) -> Inputs:
+        args = list(self.args)
+        args[index] = value
+        return replace(self, args=tuple(args))
 
 
-def _short(value: Any) -> str:
+def _as_dtype(value: Any, dtype: torch.dtype) -> Any:
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().to(dtype).requires_grad_(value.requires_grad)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+        return type(value)(_as_dtype(v, dtype) for v in value)
+    return value
+
+
+def short(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         kind = str(value.dtype).replace("torch.", "")
         return f"{kind}{list(value.shape)}"
-    return repr(value)
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
+        return f"[{', '.join(short(v) for v in value)}]"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def forward_parameters(cls: type) -> list[inspect.Parameter] | None:
@@ -111,57 +221,46 @@ def declared(cls: type, device: torch.device) -> list[Inputs] | None:
         raw.extend(produced if isinstance(produced, list) else [produced])
     else:
         return None
-    parameters = forward_parameters(cls) or []
-    names = [p.name for p in parameters]
+    names = _names(cls)
     examples = []
     for example in raw:
         args = example if isinstance(example, tuple) else (example,)
         examples.append(Inputs(tuple(prepare(a, device) for a in args),
                                names[:len(args)] or [f"arg{i}" for i in range(len(args))],
-                               declared=True))
+                               DECLARED, native=tuple(_dtype(a) for a in args)))
     return examples
 
 
-def synthesized(cls: type, device: torch.device) -> Iterator[Inputs]:
-    """Candidate inputs from forward's signature, most plausible first."""
-    parameters = forward_parameters(cls)
-    if parameters is None:
-        return
-    # Named positional parameters only: `*args` gets nothing, keyword-only ones
-    # keep their defaults (apply passes positionals).
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    for shape in SHAPES:
-        choices = [_choices(p, shape) for p in positional]
-        for combination in itertools.islice(itertools.product(*choices), MAX_TRIES_PER_SHAPE):
-            context = {p.name: value for p, value in zip(positional, combination, strict=True)
-                       if not callable(value)}
-            args = []
-            for position, value in enumerate(combination):
-                args.append(value(shape, context, device, position) if callable(value)
-                            else value)
-            none_defaults = [i for i, (p, a) in enumerate(zip(positional, args, strict=True))
-                             if p.default is None and isinstance(a, torch.Tensor)]
-            yield Inputs(tuple(args), [p.name for p in positional], declared=False,
-                         none_defaults=none_defaults)
+def _dtype(value: Any) -> torch.dtype | None:
+    return value.dtype if isinstance(value, torch.Tensor) and value.is_floating_point() else None
 
 
-def _float_tensor(shape: tuple[int, ...], _: dict[str, Any], device: torch.device,
-                  position: int) -> Any:
-    # Values in [0.5, 1.5): away from the kinks and domain edges of relu, abs,
-    # sqrt and log, where finite differences disagree with any correct backward.
-    # A different seed per position: equal inputs would hide swapped gradients.
-    generator = torch.Generator().manual_seed(1000 * position + len(shape))
-    values = torch.rand(shape, dtype=torch.float64, generator=generator) + 0.5
-    return values.to(device).requires_grad_(True)
+def _names(cls: type) -> list[str]:
+    return [p.name for p in forward_parameters(cls) or []]
 
 
-def _index_tensor(shape: tuple[int, ...], context: dict[str, Any],
-                  device: torch.device, _position: int) -> Any:
-    dim = context.get("dim", context.get("axis", 0))
-    size = shape[dim] if isinstance(dim, int) and -len(shape) <= dim < len(shape) else shape[0]
-    return torch.arange(size, device=device)
+def recorded(cls: type, calls: list[dict[str, Any]], device: torch.device) -> list[Inputs]:
+    """Calls recorded from the project's own runs (see recording.py), rebuilt:
+    fresh random values with the recorded shapes, integer tensors as recorded."""
+    from .recording import rebuild, recorded_dtypes, size
+
+    names = _names(cls)
+    examples = []
+    for number, call in enumerate(sorted(calls, key=size)):  # the smallest first: fastest
+        try:
+            args, frozen = rebuild(call, device, seed=number)
+        except ValueError:
+            continue  # an argument that cannot be rebuilt (a process group, ...)
+        examples.append(Inputs(args, names[:len(args)] or [f"arg{i}" for i in range(len(args))],
+                               RECORDED, frozen=frozen,
+                               native=tuple(getattr(torch, d) if d else None
+                                            for d in recorded_dtypes(call))))
+    return examples
 
 
+# ---------------------------------------------------------------------------
+# Synthesis
+# ---------------------------------------------------------------------------
 class Unsynthesizable(Exception):
     """A parameter no guess fits (a callable, a module, a process group)."""
 
@@ -175,9 +274,262 @@ OBJECT_NAMES = frozenset({"module", "model", "layer", "layers", "group", "proces
                           "stream", "context", "comm", "communicator", "mesh", "device_mesh",
                           "tokenizer", "cache", "state", "manager", "policy", "self"})
 _BOOL_PREFIXES = ("is_", "use_", "has_", "enable_", "do_", "apply_", "return_", "need_",
-                  "should_", "with_")
+                  "should_", "with_", "allow_", "output_")
 _INT_PREFIXES = ("num_", "n_")
 _INT_SUFFIXES = ("_size", "_dim", "_len", "_rank", "_idx", "_id", "_count", "_heads")
+
+
+@dataclass
+class _Parameter:
+    """What synthesis makes of one of forward's positional parameters."""
+
+    name: str
+    role: str  # a tensor role, or "value" (numbers, strings, flags)
+    values: list[Any] = field(default_factory=list)  # for "value": candidates
+    optional: bool = False  # defaults to None: try a tensor, then None
+    none_first: bool = False  # optional, and None is the usual call (a recurrent state)
+    flag: bool = False
+    given: bool = False  # its value is forward's own default
+
+
+class Synthesis:
+    """Candidate inputs from forward's signature, most plausible first; it
+    learns from the errors of the candidates tried (see `learn`)."""
+
+    def __init__(self, cls: type, device: torch.device,
+                 tensor_hints: frozenset[str] = frozenset()) -> None:
+        self.device = device
+        parameters = forward_parameters(cls)
+        if parameters is None:
+            raise Unsynthesizable("forward's signature cannot be read")
+        # Named positional parameters only: `*args` gets nothing, keyword-only
+        # ones keep their defaults (apply passes positionals).
+        positional = [p for p in parameters
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self.tensor_hints = set(tensor_hints)
+        self.parameters = [self._parameter(p) for p in positional]
+        self.rank_hint: int | None = None
+        self.shapes: dict[str, tuple[int, ...]] = {}  # learnt from forward's messages
+        self.tried: set[tuple[str, tuple[Any, ...]]] = set()
+        self.count = 0
+
+    # -- parameters ------------------------------------------------------------
+    def _parameter(self, parameter: inspect.Parameter) -> _Parameter:
+        name = parameter.name
+        annotation = str(parameter.annotation)
+        default = parameter.default
+        hinted = name in self.tensor_hints or "Tensor" in annotation
+        if default is not parameter.empty and default is not None and not hinted:
+            return _Parameter(name, "value", [default], given=True)
+        if _OFFSETS.search(name.lower()):
+            # Variable-length offsets (`cu_seqlens`) mean nothing when made up.
+            return _Parameter(name, "value", [None], given=True)
+        if _STATE.search(name.lower()) and default in (None, parameter.empty):
+            return _Parameter(name, tensor_role(name), optional=True, none_first=True)
+        if default is None:
+            if hinted or name in TENSOR_NAMES or tensor_role(name) in ("labels", "mask"):
+                return _Parameter(name, tensor_role(name), optional=True)
+            return _Parameter(name, "value", [None])
+        if not hinted and default is parameter.empty:
+            classified = _classify(name)
+            if classified is not None:
+                return _Parameter(name, "value", classified, flag=classified == [False, True])
+        if name in INDEX_NAMES:
+            return _Parameter(name, "index")
+        if not hinted:
+            if name in KNOWN_VALUES:
+                return _Parameter(name, "value", list(KNOWN_VALUES[name]))
+            if annotation in ("<class 'int'>", "int"):
+                return _Parameter(name, "value", [1])
+            if annotation in ("<class 'float'>", "float"):
+                return _Parameter(name, "value", [0.5])
+            if annotation in ("<class 'bool'>", "bool"):
+                return _Parameter(name, "value", [False, True], flag=True)
+            if annotation in ("<class 'str'>", "str"):
+                raise Unsynthesizable(f"`{name}` is a string forward gives meaning to")
+        return _Parameter(name, tensor_role(name))
+
+    def learn(self, error: str) -> None:
+        """Take a hint from forward's error with the last candidate."""
+        rank = _rank_in(error)
+        if rank is not None:
+            self.rank_hint = rank
+        for word, shape in _shapes_in(error):
+            parameter = self._named(word)
+            if parameter is not None and parameter.role != "value" and \
+                    self.shapes.get(parameter.name) != shape:
+                self.shapes[parameter.name] = shape
+                self.tried.clear()  # the same layouts, with that shape
+                return
+        if "object has no attribute" in error and ("'float'" in error or "'int'" in error):
+            # A number where forward wants a tensor: make the guessed numbers tensors.
+            for parameter in self.parameters:
+                if parameter.role == "value" and not parameter.given and \
+                        any(isinstance(v, float) for v in parameter.values):
+                    self.tensor_hints.add(parameter.name)
+                    parameter.role = "vector" if tensor_role(parameter.name) == "main" \
+                        else tensor_role(parameter.name)
+                    parameter.values = []
+                    return
+
+    def _named(self, word: str) -> _Parameter | None:
+        """The parameter a message calls `word` ("Weight" for `W`)."""
+        word = word.lower()
+        for parameter in self.parameters:
+            name = parameter.name.lower().lstrip("_")
+            if name == word or (len(name) == 1 and word.startswith(name)):
+                return parameter
+        return None
+
+    # -- candidates ------------------------------------------------------------
+    def __iter__(self) -> Iterator[Inputs]:
+        """Breadth first: each layout's most plausible candidate, then the
+        second ones; the order of the rest follows the hints learnt so far."""
+        streams = {layout.name: self._for_layout(layout) for layout in LAYOUTS}
+        exhausted: set[str] = set()
+        for _ in range(MAX_PER_LAYOUT):
+            served: set[str] = set()
+            while self.count < MAX_CANDIDATES:
+                waiting = [layout for layout in self._layouts()
+                           if layout.name not in exhausted and layout.name not in served]
+                if not waiting:
+                    break
+                name = waiting[0].name
+                served.add(name)
+                candidate = next(streams[name], None)
+                if candidate is None:
+                    exhausted.add(name)
+                    continue
+                self.count += 1
+                yield candidate
+
+    def _layouts(self) -> list[Layout]:
+        if self.rank_hint is None:
+            return list(LAYOUTS)
+        return sorted(LAYOUTS, key=lambda layout: layout.rank != self.rank_hint)
+
+    def _for_layout(self, layout: Layout) -> Iterator[Inputs]:
+        values = [self._choices(p, layout) for p in self.parameters]
+        for combination in itertools.islice(itertools.product(*values), MAX_PER_LAYOUT):
+            key = (layout.name, tuple(_key(c) for c in combination))
+            if key in self.tried:
+                continue
+            self.tried.add(key)
+            yield self._build(layout, combination)
+
+    def _choices(self, parameter: _Parameter, layout: Layout) -> list[Any]:
+        if parameter.role == "value":
+            sized = dict(layout.sizes).get(parameter.name)
+            return [sized] if sized is not None and parameter.values in ([1, 2], [1]) \
+                else parameter.values
+        if parameter.none_first:
+            return [None, parameter.role]
+        return [parameter.role, None] if parameter.optional else [parameter.role]
+
+    def _build(self, layout: Layout, combination: tuple[Any, ...]) -> Inputs:
+        args: list[Any] = []
+        for position, (parameter, choice) in enumerate(
+                zip(self.parameters, combination, strict=True)):
+            if parameter.role != "value" and choice is not None:
+                args.append(self.tensor(parameter.role, layout, position, args))
+            else:
+                args.append(choice)
+        names = [p.name for p in self.parameters]
+        none_defaults = [i for i, (p, a) in enumerate(zip(self.parameters, args, strict=True))
+                         if p.optional and isinstance(a, torch.Tensor)]
+        flags = [i for i, p in enumerate(self.parameters) if p.flag]
+        return Inputs(tuple(args), names, SYNTHESIZED, none_defaults=none_defaults,
+                      flags=flags, layout=layout.name)
+
+    def tensor(self, role: str, layout: Layout, position: int, earlier: list[Any]) -> Any:
+        """A tensor for a role in a layout."""
+        main = layout.main
+        forced = self.shapes.get(self.parameters[position].name)
+        if role == "index":
+            dim = next((a for p, a in zip(self.parameters, earlier, strict=False)
+                        if p.name in ("dim", "axis") and isinstance(a, int)), 0)
+            size = main[dim] if -len(main) <= dim < len(main) else main[0]
+            return torch.arange(size, device=self.device)
+        if role == "labels" or (role == "target" and layout.target_is_labels):
+            generator = torch.Generator().manual_seed(17 + position)
+            shape = forced if forced is not None else main[:-1] or main
+            return torch.randint(0, layout.labels_high, shape, generator=generator).to(self.device)
+        if role == "mask":
+            return torch.ones(forced if forced is not None else main[:-1] or main,
+                              dtype=torch.bool, device=self.device)
+        if forced is not None:
+            return float_tensor(forced, position, self.device)
+        shape = {"vector": layout.vector, "matrix": layout.matrix or layout.vector,
+                 "weight": layout.matrix or layout.vector, "table": layout.table}.get(role)
+        if role == "weight" and layout.name in ("rows", "sequence", "heads", "heads-last",
+                                                  "channels"):
+            shape = layout.vector  # a norm's weight: one per feature
+        return float_tensor(shape or main, position, self.device)
+
+
+def float_tensor(shape: tuple[int, ...], position: int, device: torch.device) -> torch.Tensor:
+    # Values in [0.5, 1.5): away from the kinks and domain edges of relu, abs,
+    # sqrt and log, where finite differences disagree with any correct backward.
+    # A different seed per position: equal inputs would hide swapped gradients.
+    generator = torch.Generator().manual_seed(1000 * position + len(shape))
+    values = torch.rand(tuple(shape), dtype=torch.float64, generator=generator) + 0.5
+    return values.to(device).requires_grad_(True)
+
+
+def _key(choice: Any) -> Any:
+    try:
+        hash(choice)
+        return choice
+    except TypeError:
+        return repr(choice)
+
+
+def tensor_role(name: str) -> str:
+    lowered = name.lower().lstrip("_")
+    if lowered in INDEX_NAMES:
+        return "index"
+    if lowered in LABEL_NAMES or lowered.endswith(("_ids", "_labels", "_index")):
+        return "labels"
+    if lowered in TARGET_NAMES:
+        return "target"
+    if "mask" in lowered:
+        return "mask"
+    if lowered.startswith(TABLE_PREFIXES):
+        return "table"
+    if lowered in VECTOR_NAMES or lowered.endswith(("_bias", "_scale", "_shift")) or \
+            lowered.startswith(("bias", "gamma", "beta")):
+        return "weight" if lowered in ("w", "weight") else "vector"
+    if "weight" in lowered or lowered.endswith(("_proj", "_w")):
+        return "weight"
+    return "main"
+
+
+_STATE = re.compile(r"(^|_)state$|^h0$|^initial_")
+_OFFSETS = re.compile(r"seqlens|offsets?$|lengths?$|^lens$|_lens$|chunk_indices|seq_idx")
+_RANK = re.compile(r"\(expected (\d)[,)]|\bmust be (\d)D\b|\bexpected (\d)D\b|\b(\d)D tensor")
+
+
+def _rank_in(error: str) -> int | None:
+    match = _RANK.search(error)
+    if match is None:
+        return None
+    rank = int(next(g for g in match.groups() if g))
+    return rank if 1 <= rank <= 4 else None
+
+
+_SHAPE = re.compile(r"((?:\w+\s+){1,3})must (?:have shape \(([\d, ]*)\)|be a scalar)", re.I)
+
+
+def _shapes_in(error: str) -> list[tuple[str, tuple[int, ...]]]:
+    """("Weight", (3,)) from "Weight tensor must have shape (3,)" (each of the
+    words before "must", nearest first); a scalar: ()."""
+    found = []
+    for match in _SHAPE.finditer(error):
+        sizes = match.group(2)
+        shape = tuple(int(n) for n in sizes.replace(" ", "").split(",") if n) \
+            if sizes is not None else ()
+        found.extend((word, shape) for word in reversed(match.group(1).split()))
+    return found
 
 
 def _classify(name: str) -> list[Any] | None:
@@ -187,40 +539,13 @@ def _classify(name: str) -> list[Any] | None:
         raise Unsynthesizable(f"`{name}` looks like a callable")
     if lowered in OBJECT_NAMES or lowered.endswith(("_group", "_module", "_config", "_model")):
         raise Unsynthesizable(f"`{name}` looks like an object, not a tensor")
-    if lowered.startswith(_BOOL_PREFIXES) or lowered.endswith("_flag"):
+    if lowered.startswith(_BOOL_PREFIXES) or lowered.endswith(("_flag", "_first")) or \
+            lowered in ("in_place", "inplace"):
         return [False, True]
     if lowered.startswith(_INT_PREFIXES) or lowered.endswith(_INT_SUFFIXES) or \
             lowered in ("rank", "world_size", "size", "length", "seq_len", "heads", "head_dim"):
         return [1, 2]
     return None
-
-
-def _choices(parameter: inspect.Parameter, shape: tuple[int, ...]) -> list[Any]:
-    name = parameter.name
-    annotation = str(parameter.annotation)
-    default = parameter.default
-    tensorish = "Tensor" in annotation
-    if default is not parameter.empty and default is not None:
-        return [default]
-    if not tensorish and default is parameter.empty:
-        classified = _classify(name)
-        if classified is not None:
-            return classified
-    if default is None:
-        if tensorish or name in TENSOR_NAMES:
-            return [_float_tensor, None]
-        return [None]
-    if name in INDEX_NAMES:
-        return [_index_tensor]
-    if name in KNOWN_VALUES and not tensorish:
-        return list(KNOWN_VALUES[name])
-    if annotation in ("<class 'int'>", "int"):
-        return [1]
-    if annotation in ("<class 'float'>", "float"):
-        return [0.5]
-    if annotation in ("<class 'bool'>", "bool"):
-        return [False]
-    return [_float_tensor]
 
 
 def differentiable_positions(args: tuple[Any, ...]) -> list[int]:

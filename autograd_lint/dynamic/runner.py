@@ -40,9 +40,10 @@ COVERED_BY: dict[str, frozenset[str]] = {
 }
 
 DEFAULT_TIMEOUT = 60.0
-# Address-space limit of a CPU worker: importing torch reserves ~0.7 GB; a
-# module that allocates without bound fails with MemoryError instead of
-# taking the machine down. CUDA reserves far more address space: no limit there.
+# Address space a CPU worker's checked code may add to what importing torch
+# mapped (about 0.7 GB for the CPU build, far more for a CUDA build): a module
+# that allocates without bound fails with MemoryError instead of taking the
+# machine down. CUDA workers get no limit.
 DEFAULT_MEMORY_LIMIT_MB = 8192
 
 
@@ -53,6 +54,8 @@ class DynamicOptions:
     jobs: int = 1
     memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB
     progress: bool = False
+    triton_interpreter: bool = True  # on CPU, run Triton kernels through its interpreter
+    recording: dict[str, Any] | None = None  # recorded calls (see recording.py)
 
 
 @dataclass
@@ -93,8 +96,13 @@ def plan_jobs(functions: list[FunctionTarget],
 
 def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], frozenset[str]],
                 options: DynamicOptions, progress_stream: TextIO | None = None) -> DynamicResult:
-    jobs = plan_jobs(functions, codes_for)
     findings: list[Finding] = []
+    for target in functions:
+        if target.skip_reason is not None and codes_for(target.path) & DYNAMIC_CODES:
+            findings.extend(findings_for(target, [{"code": "AGD900",
+                                                   "reason": target.skip_reason}],
+                                         codes_for(target.path)))
+    jobs = plan_jobs([t for t in functions if t.skip_reason is None], codes_for)
     checked: list[FunctionTarget] = []
     progress = _Progress(len(jobs), progress_stream if options.progress else None)
     with tempfile.TemporaryDirectory(prefix="autograd-lint-dynamic-") as workdir, \
@@ -156,6 +164,8 @@ def findings_for(target: FunctionTarget, raw: list[dict[str, Any]],
             message = rule.format(**fields)
         except (KeyError, IndexError):
             message = rule.summary
+        if item.get("note"):  # which path: "with `in_place=True`"
+            message = f"{message} ({item['note']})"
         found.append(Finding(path=target.display, line=target.line, column=0, code=code,
                              name=rule.name, severity=rule.severity,
                              message=f"{name}: {message}", function=name,
@@ -170,12 +180,21 @@ def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
     request = os.path.join(workdir, f"request{number}.json")
     result = os.path.join(workdir, f"result{number}.json")
     log = os.path.join(workdir, f"log{number}.txt")
+    functions = []
+    for target in job.functions:
+        spec = target.to_json()
+        if options.recording:
+            from .recording import calls_for
+
+            spec["recorded"] = calls_for(options.recording, target.module, target.qualname,
+                                         target.line, target.end_line)
+        functions.append(spec)
     with open(request, "w", encoding="utf-8") as handle:
         json.dump({"module": job.module, "path": os.path.abspath(job.path),
                    "import_root": job.import_root, "device": options.device,
-                   "memory_limit_mb": options.memory_limit_mb if options.device != "cuda"
-                   else None,
-                   "functions": [t.to_json() for t in job.functions]}, handle)
+                   "memory_limit_mb": options.memory_limit_mb,  # CPU workers only
+                   "triton_interpreter": options.triton_interpreter,
+                   "functions": functions}, handle)
     command = [sys.executable, "-m", "autograd_lint.dynamic.worker", request, result]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     with open(log, "wb") as output:
@@ -185,11 +204,14 @@ def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
                                    start_new_session=True)  # its children die with it
         reason = None
         try:
-            status = process.wait(timeout=options.timeout)
+            # The budget is per Function: a module of three kernels gets three.
+            limit = options.timeout * max(1, len(job.functions))
+            status = process.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             _kill(process)
             status = None
-            reason = f"timed out after {options.timeout:g} s (--timeout)"
+            reason = f"timed out after {limit:g} s ({options.timeout:g} s per Function, " \
+                     "--timeout)"
         if status is not None and status != 0:
             reason = _exit_reason(status, log)
     data = _read(result)

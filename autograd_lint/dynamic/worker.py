@@ -22,15 +22,29 @@ def _write(path: str, result: dict[str, Any]) -> None:
 
 
 def _limit_memory(megabytes: int | None) -> None:
+    """Limit the address space to what the worker holds now (torch imported:
+    a CUDA build of torch maps gigabytes) plus `megabytes` for the checked code."""
     if not megabytes:
         return
     try:
         import resource
 
-        limit = megabytes * 1024 * 1024
+        limit = _address_space() + megabytes * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ImportError, ValueError, OSError):
         pass  # not on this platform: the parent's timeout still applies
+
+
+def _address_space() -> int:
+    """Bytes of address space this process maps (0 where it cannot be read)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _import(module: str, path: str, root: str) -> Any:
@@ -106,7 +120,6 @@ def _describe_import_error(exc: BaseException) -> str:
 def main(request_path: str, result_path: str) -> int:
     with open(request_path, encoding="utf-8") as handle:
         request = json.load(handle)
-    _limit_memory(request.get("memory_limit_mb"))
     # `-m` put the working directory first on sys.path: a project's own
     # `copy.py` or `types.py` would shadow the standard library under torch.
     if sys.path and sys.path[0] in ("", os.getcwd()):
@@ -118,7 +131,9 @@ def main(request_path: str, result_path: str) -> int:
     try:
         import torch
     except BaseException as exc:  # reported, whatever it is
-        result["module_error"] = f"torch cannot be imported here ({exc})"
+        reason = "it ran out of memory (raise --memory-limit)" if isinstance(exc, MemoryError) \
+            else f"{type(exc).__name__}: {exc}"
+        result["module_error"] = f"torch cannot be imported here ({reason})"
         _write(result_path, result)
         return 0
     device_name = request["device"]
@@ -129,6 +144,14 @@ def main(request_path: str, result_path: str) -> int:
         _write(result_path, result)
         return 0
     result["device"] = device_name
+    if device_name == "cpu":
+        # Only now: CUDA reserves far more address space than any limit allows,
+        # and `--device auto` is only decided here.
+        _limit_memory(request.get("memory_limit_mb"))
+    if device_name == "cpu" and request.get("triton_interpreter", True):
+        from .triton_cpu import install
+
+        install()  # Triton kernels, if the module has any, run on the CPU
     try:
         module = _import(request["module"], request["path"], request["import_root"])
     except BaseException as exc:  # user code: anything can come out
@@ -154,10 +177,13 @@ def main(request_path: str, result_path: str) -> int:
                                  f"run (bound again at line {spec['rebound_at']}): this one "
                                  "is not importable by name")
             target = Target(cls, spec["once_differentiable"], spec["has_jvp"],
-                            spec["has_vmap"], torch.device(device_name))
-            used = run_all(target)
+                            spec["has_vmap"], torch.device(device_name),
+                            legacy=spec.get("legacy", False),
+                            tensor_hints=frozenset(spec.get("tensor_inputs", ())))
+            used = run_all(target, spec.get("recorded", ()))
             entry["findings"] = target.findings
-            entry["inputs"] = used.describe()
+            entry["inputs"] = used.describe() if used is not None else "none"
+            entry["precision"] = target.precision.describe()
         except NotChecked as exc:
             entry["reason"] = str(exc)
         except MemoryError:
