@@ -54,6 +54,14 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def make_cache_directory(directory: Path) -> None:
+    """Create a cache directory that git ignores (raises OSError)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# Created by autograd-lint\n*\n", encoding="utf-8")
+
+
 def _content_digest(path: str) -> str | None:
     try:
         with open(path, "rb") as handle:
@@ -196,10 +204,7 @@ class Cache:
 
     def _write(self, name: str, data: dict[str, Any]) -> None:
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            ignore = self.directory / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Created by autograd-lint\n*\n", encoding="utf-8")
+            make_cache_directory(self.directory)
             write_atomically(self.directory / name,
                              json.dumps(data, separators=(",", ":")).encode("utf-8"))
         except OSError:

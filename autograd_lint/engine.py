@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .analysis.function_facts import FunctionFacts
 from .findings import Finding, sort_findings
 from .model import ModuleInfo, ModuleNamer, build_module
 from .noqa import filter_findings
@@ -118,7 +117,7 @@ def _target(source: SourceInput, fn: object, project: Project) -> FunctionTarget
         skip_reason = ("it defines no forward (AGF111)" if forward is None else
                        "it defines neither backward nor vjp (AGF106): nothing to differentiate")
     generate = fn.attr("generate_vmap_rule")
-    facts = FunctionFacts(fn)
+    facts = fn.facts
     node = fn.info.node
     method_lines: tuple[tuple[str, int], ...] = ()
     if fn.info.rebound_at is not None:
@@ -207,7 +206,7 @@ def check_module(module: ModuleInfo, project: Project, codes: frozenset[str]) ->
     if not checkers:
         return []
     for fn in project.functions_in(module):
-        facts = FunctionFacts(fn)
+        facts = fn.facts
         for checker in checkers:
             try:
                 checker.check_function(fn, facts)

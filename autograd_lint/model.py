@@ -156,10 +156,16 @@ class ClassInfo:
         """Python's __qualname__ within the module ("Outer.Inner")."""
         local = self.key[len(self.module.module_name) + 1:] if self.module.module_name \
             else self.key
-        return _REBINDING_MARK.sub("", local)
+        return plain_name(local)
 
 
 _REBINDING_MARK = re.compile(r"@\d+(?:_\d+)?")
+
+
+def plain_name(dotted: str) -> str:
+    """A dotted name as Python spells it: without the marks class keys give a
+    class that rebinds an earlier one's name (`mod.F@30` is `mod.F`)."""
+    return _REBINDING_MARK.sub("", dotted)
 
 
 @dataclass(eq=False)  # identity: one object per parse of a file

@@ -11,10 +11,13 @@ import ast
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .analysis.torch_api import FUNCTION_BASES, SPECIAL_METHODS
 from .model import ClassInfo, FunctionNode, ModuleInfo
+
+if TYPE_CHECKING:
+    from .analysis.function_facts import FunctionFacts
 
 _MAX_REEXPORT_HOPS = 8
 CTX_PARAM_NAMES = frozenset({"ctx", "context", "_ctx"})
@@ -107,6 +110,14 @@ class FunctionClass:
             if base is not None and (value := base.attr(name)) is not None:
                 return value
         return None
+
+    @cached_property
+    def facts(self) -> FunctionFacts:
+        """What the interpreter finds in its methods: computed once, shared by
+        every rule family and the dynamic mode."""
+        from .analysis.function_facts import FunctionFacts
+
+        return FunctionFacts(self)
 
     @cached_property
     def style(self) -> str:

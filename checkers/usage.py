@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 from autograd_lint.fixes import instance_call_to_apply
-from autograd_lint.model import ClassInfo, FunctionNode, ModuleInfo, Scope
+from autograd_lint.model import ClassInfo, FunctionNode, ModuleInfo, Scope, plain_name
 from autograd_lint.project import FunctionClass, Project, Resolved
 
 from .base import Checker, source_text
@@ -253,10 +253,8 @@ def _names_used(module: ModuleInfo) -> tuple[str, ...] | None:
     module-level aliases of them. None: unknown (no project scan judged it)."""
     if module.reach is None:
         return None
-    # (A class rebinding an earlier one's name is bound as `mod.F@30`.)
     aliases = {local for local, target in module.top_bindings.items()
-               if target is not None and target.rsplit(".", 1)[-1].partition("@")[0]
-               in module.reach}
+               if target is not None and plain_name(target).rsplit(".", 1)[-1] in module.reach}
     return tuple(module.reach | aliases)
 
 

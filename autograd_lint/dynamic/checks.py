@@ -187,6 +187,23 @@ def fresh(args: tuple[Any, ...], requires: set[int] | None = None) -> tuple[Any,
     return tuple(copied)
 
 
+def _unit_backward(target: Target, args: tuple[Any, ...]
+                   ) -> tuple[list[torch.Tensor], list[int], tuple[torch.Tensor | None, ...]]:
+    """forward on `args`, then backward with incoming gradients of ones:
+    (differentiable outputs, differentiable input positions, their gradients)."""
+    outputs = differentiable_outputs(target.apply(*args))
+    positions = differentiable_positions(args)
+    grads = torch.autograd.grad(outputs, [args[i] for i in positions],
+                                [torch.ones_like(o) for o in outputs], allow_unused=True)
+    return outputs, positions, grads
+
+
+def _floating_outputs(target: Target, args: tuple[Any, ...] | list[Any]) -> list[torch.Tensor]:
+    """forward's real floating-point outputs, without a graph (probes of forward alone)."""
+    with torch.no_grad():
+        return [t.detach() for t in tensors_of(target.apply(*args)) if t.is_floating_point()]
+
+
 # ---------------------------------------------------------------------------
 # Inputs
 # ---------------------------------------------------------------------------
@@ -317,11 +334,7 @@ def _repeatable(target: Target, candidate: Inputs) -> bool:
     """Whether forward and backward give the same results twice: a guessed
     shape a kernel does not fully cover leaves `torch.empty` memory in them."""
     def run() -> list[torch.Tensor]:
-        args = fresh(candidate.args)
-        outputs = differentiable_outputs(target.apply(*args))
-        positions = differentiable_positions(args)
-        grads = torch.autograd.grad(outputs, [args[i] for i in positions],
-                                    [torch.ones_like(o) for o in outputs], allow_unused=True)
+        outputs, _, grads = _unit_backward(target, fresh(candidate.args))
         return [t.detach() for t in (*outputs, *grads) if t is not None]
 
     try:
@@ -373,12 +386,8 @@ def _forward_on_ladder(target: Target, candidate: Inputs) -> tuple[Any, Inputs, 
 
 
 def _backward_error(target: Target, candidate: Inputs) -> str | None:
-    args = fresh(candidate.args)
     try:
-        outputs = differentiable_outputs(target.apply(*args))
-        wanted = [args[i] for i in differentiable_positions(args)]
-        torch.autograd.grad(outputs, wanted, [torch.ones_like(o) for o in outputs],
-                            allow_unused=True)
+        _unit_backward(target, fresh(candidate.args))
     except Exception as exc:
         return first_line(exc)
     return None
@@ -477,9 +486,7 @@ def _effective_precision(target: Target, inputs: Inputs, output: Any) -> Precisi
             value = inputs.args[i].detach()
             moved = moved.with_arg(i, value + step * value.abs().clamp(min=1e-3) * direction)
         try:
-            outputs = [t.detach().double() for t in tensors_of(_first_forward(target,
-                                                                             moved.args))
-                       if t.is_floating_point()]
+            outputs = [t.double() for t in _floating_outputs(target, fresh(moved.args))]
         except Exception:
             return None
         if [o.shape for o in outputs] != [r.shape for r in reference]:
@@ -568,12 +575,8 @@ def freeze_none_gradients(target: Target, inputs: Inputs) -> Inputs:
     """Inputs backward returns None for on purpose (loss targets, cos/sin
     tables) stop requiring grad, as torch's own tests leave them, so that the
     others are still checked; AGD015 when the outputs depend on them."""
-    args = fresh(inputs.args)
     try:
-        outputs = differentiable_outputs(target.apply(*args))
-        positions = differentiable_positions(args)
-        grads = torch.autograd.grad(outputs, [args[i] for i in positions],
-                                    [torch.ones_like(o) for o in outputs], allow_unused=True)
+        outputs, positions, grads = _unit_backward(target, fresh(inputs.args))
     except Exception:
         return inputs  # check_forward_backward reports it
     none = [index for index, grad in zip(positions, grads, strict=True) if grad is None]
@@ -614,16 +617,15 @@ def _check_dependence(target: Target, inputs: Inputs, index: int) -> None:
         base.device, base.dtype)
     step = target.precision.eps * 10
     try:
-        with torch.no_grad():
-            args[index] = base + step * direction
-            up = tensors_of(target.apply(*args))
-            args[index] = base - step * direction
-            down = tensors_of(target.apply(*args))
+        args[index] = base + step * direction
+        up = _floating_outputs(target, args)
+        args[index] = base - step * direction
+        down = _floating_outputs(target, args)
     except Exception:
         return
     sensitivity = max(((u.double() - d.double()).abs().max().item() / (2 * step)
                        for u, d in zip(up, down, strict=False)
-                       if u.is_floating_point() and u.shape == d.shape and u.numel()),
+                       if u.shape == d.shape and u.numel()),
                       default=0.0)
     if not sensitivity < 1e12:
         return  # the perturbation overflowed (an exponential of a log-gate): no measure
@@ -907,10 +909,7 @@ def _worst_error(target: Target, inputs: Inputs) -> str:
             continue
         if worst is None or error > worst[0]:
             worst = (error, index)
-    if worst is None:
-        return ""
-    return f"worst is input {worst[1]} (`{inputs.name(worst[1])}`), max abs error " \
-           f"{worst[0]:.3g}"
+    return _worst_message(inputs, worst, "max abs error")
 
 
 def _worst_projected_error(target: Target, inputs: Inputs) -> str:
@@ -938,11 +937,10 @@ def _worst_projected_error(target: Target, inputs: Inputs) -> str:
         analytical = float((grad * direction).sum()) if grad is not None else 0.0
         call = list(fresh(args, requires=set()))
         try:
-            with torch.no_grad():
-                call[index] = x.detach() + eps * direction
-                up = differentiable_outputs_of(target, call)
-                call[index] = x.detach() - eps * direction
-                down = differentiable_outputs_of(target, call)
+            call[index] = x.detach() + eps * direction
+            up = _floating_outputs(target, call)
+            call[index] = x.detach() - eps * direction
+            down = _floating_outputs(target, call)
         except Exception:
             continue
         numerical = sum(float(((u - d) * w).sum()) for u, d, w in
@@ -950,17 +948,14 @@ def _worst_projected_error(target: Target, inputs: Inputs) -> str:
         error = abs(analytical - numerical)
         if worst is None or error > worst[0]:
             worst = (error, index)
+    return _worst_message(inputs, worst, "the derivative along a random direction is off by")
+
+
+def _worst_message(inputs: Inputs, worst: tuple[float, int] | None, what: str) -> str:
     if worst is None:
         return ""
-    return f"worst is input {worst[1]} (`{inputs.name(worst[1])}`), the derivative along a " \
-           f"random direction is off by {worst[0]:.3g}"
-
-
-def differentiable_outputs_of(target: Target, args: list[Any]) -> list[torch.Tensor]:
-    """The floating outputs that `differentiable_outputs` would give, without
-    building a graph."""
-    return [t for t in tensors_of(target.apply(*args)) if t.is_floating_point() or
-            t.is_complex()]
+    error, index = worst
+    return f"worst is input {index} (`{inputs.name(index)}`), {what} {error:.3g}"
 
 
 def _gradcheck_failure(target: Target, inputs: Inputs, exc: BaseException, code: str,

@@ -221,12 +221,10 @@ def declared(cls: type, device: torch.device) -> list[Inputs] | None:
         raw.extend(produced if isinstance(produced, list) else [produced])
     else:
         return None
-    names = _names(cls)
     examples = []
     for example in raw:
         args = example if isinstance(example, tuple) else (example,)
-        examples.append(Inputs(tuple(prepare(a, device) for a in args),
-                               names[:len(args)] or [f"arg{i}" for i in range(len(args))],
+        examples.append(Inputs(tuple(prepare(a, device) for a in args), _names(cls, len(args)),
                                DECLARED, native=tuple(_dtype(a) for a in args)))
     return examples
 
@@ -235,8 +233,10 @@ def _dtype(value: Any) -> torch.dtype | None:
     return value.dtype if isinstance(value, torch.Tensor) and value.is_floating_point() else None
 
 
-def _names(cls: type) -> list[str]:
-    return [p.name for p in forward_parameters(cls) or []]
+def _names(cls: type, count: int) -> list[str]:
+    """Names for `count` arguments of apply: forward's, else arg0, arg1, ..."""
+    return [p.name for p in forward_parameters(cls) or []][:count] or \
+        [f"arg{i}" for i in range(count)]
 
 
 def recorded(cls: type, calls: list[dict[str, Any]], device: torch.device) -> list[Inputs]:
@@ -244,15 +244,13 @@ def recorded(cls: type, calls: list[dict[str, Any]], device: torch.device) -> li
     fresh random values with the recorded shapes, integer tensors as recorded."""
     from .recording import rebuild, recorded_dtypes, size
 
-    names = _names(cls)
     examples = []
     for number, call in enumerate(sorted(calls, key=size)):  # the smallest first: fastest
         try:
             args, frozen = rebuild(call, device, seed=number)
         except ValueError:
             continue  # an argument that cannot be rebuilt (a process group, ...)
-        examples.append(Inputs(args, names[:len(args)] or [f"arg{i}" for i in range(len(args))],
-                               RECORDED, frozen=frozen,
+        examples.append(Inputs(args, _names(cls, len(args)), RECORDED, frozen=frozen,
                                native=tuple(getattr(torch, d) if d else None
                                             for d in recorded_dtypes(call))))
     return examples

@@ -109,8 +109,8 @@ class Recorder:
         # Save each new call at once: a command killed at a time limit keeps
         # what it recorded (at most MAX_CALLS writes per Function).
         self.autosave = autosave
-        self.entries: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
-        self.seen: set[tuple[str, int, str]] = set()
+        # By (module:qualname, forward's first line): two classes may share a name.
+        self.entries: dict[tuple[str, int], dict[str, Any]] = {}
         self._original: Any = None
 
     def install(self) -> None:
@@ -139,23 +139,19 @@ class Recorder:
             self._original = None
 
     def observe(self, cls: type, args: tuple[Any, ...]) -> None:
-        key = f"{cls.__module__}:{cls.__qualname__}"
-        line = _forward_line(cls)
-        per_class = self.entries.setdefault(key, {})
-        entry = per_class.get((key, line))
+        key = (f"{cls.__module__}:{cls.__qualname__}", _forward_line(cls))
+        entry = self.entries.get(key)
         if entry is None:
             module = sys.modules.get(cls.__module__)
-            entry = {"file": getattr(module, "__file__", None), "line": line, "calls": []}
-            per_class[(key, line)] = entry
+            entry = {"file": getattr(module, "__file__", None), "line": key[1], "calls": []}
+            self.entries[key] = entry
         if len(entry["calls"]) >= MAX_CALLS:
             return
         import torch
 
         with torch.no_grad():
             described = [describe(a) for a in args]
-        mark = (key, line, signature(described))
-        if mark not in self.seen:
-            self.seen.add(mark)
+        if signature(described) not in {signature(call["args"]) for call in entry["calls"]}:
             entry["calls"].append({"args": described})
             if self.autosave:
                 self.save()
@@ -163,20 +159,20 @@ class Recorder:
     def save(self) -> None:
         """Merge into the file (other processes, such as pytest-xdist workers,
         may write the same file: they take turns)."""
+        from ..cache import CACHE_DIR, make_cache_directory
+        from ..files import write_atomically
+
         if not self.entries:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        ignore = self.path.parent / ".gitignore"
-        if self.path.parent.name == ".autograd_lint_cache" and not ignore.exists():
-            ignore.write_text("# Created by autograd-lint\n*\n", encoding="utf-8")
+        if self.path.parent.name == CACHE_DIR:
+            make_cache_directory(self.path.parent)
+        else:  # a file the team keeps (and maybe commits): no .gitignore beside it
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         with _locked(self.path):
             data = read_recording(self.path, strict=False)
             functions = data.setdefault("functions", {})
-            for key, per_class in self.entries.items():
-                stored = functions.setdefault(key, [])
-                for entry in per_class.values():
-                    merge_entry(stored, entry)
-            from ..files import write_atomically
+            for (name, _), entry in self.entries.items():
+                merge_entry(functions.setdefault(name, []), entry)
 
             text = json.dumps({"tool": "autograd-lint", "format": FORMAT,
                                "functions": functions}, indent=1)
