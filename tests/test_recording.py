@@ -70,6 +70,17 @@ def test_a_call_is_described_and_rebuilt_with_fresh_values() -> None:
         rebuild({"args": spec}, torch.device("cpu"))  # the opaque object
 
 
+def test_a_recorded_process_group_is_rebuilt_as_a_one_process_group() -> None:
+    import torch.distributed as dist
+
+    from autograd_lint.dynamic.inputs import single_process_group
+
+    spec = describe(single_process_group())
+    assert spec == {"opaque": "ProcessGroup"}
+    (group,), _ = rebuild({"args": [spec]}, torch.device("cpu"))
+    assert dist.get_world_size(group) == 1
+
+
 def test_a_tensor_the_caller_does_not_differentiate_stays_frozen() -> None:
     table = describe(torch.rand(3, 4))  # requires_grad False, as a cos/sin table
     args, frozen = rebuild({"args": [describe(torch.rand(3, 4).requires_grad_()), table]},

@@ -255,7 +255,7 @@ def _synthesize(target: Target) -> Inputs:
     narrow: Inputs | None = None  # works, but only in half precision
     try:
         for candidate in synthesis:
-            accepted, error = _accept(target, candidate)
+            accepted, error = _accept(target, candidate, synthesis)
             if error is None and accepted is not None and _half(accepted):
                 narrow = narrow or accepted  # a flag may open a wider path: look on
                 continue
@@ -275,10 +275,12 @@ def _synthesize(target: Target) -> Inputs:
                      "record the project's own calls (`pytest --autograd-record`)")
 
 
-def _accept(target: Target, candidate: Inputs) -> tuple[Inputs | None, str | None]:
+def _accept(target: Target, candidate: Inputs, synthesis: Synthesis | None = None
+            ) -> tuple[Inputs | None, str | None]:
     """(inputs, None) when forward and backward both take the candidate;
-    (inputs, error) when only forward does; (None, error) when neither."""
-    output, candidate, error = _forward_on_ladder(target, candidate)
+    (inputs, error) when only forward does; (None, error) when neither.
+    `synthesis` learns from forward's failing statement."""
+    output, candidate, error = _forward_on_ladder(target, candidate, synthesis)
     if error is not None:
         return None, error
     backward = _backward_error(target, candidate)
@@ -369,7 +371,8 @@ def _ignores_excess(target: Target, candidate: Inputs, index: int,
         a.shape == b.shape and torch.equal(a, b) for a, b in zip(before, after, strict=True))
 
 
-def _forward_on_ladder(target: Target, candidate: Inputs) -> tuple[Any, Inputs, str | None]:
+def _forward_on_ladder(target: Target, candidate: Inputs, synthesis: Synthesis | None = None
+                       ) -> tuple[Any, Inputs, str | None]:
     """forward with the candidate, moving down the dtypes while forward's
     complaint is about the dtype."""
     error = None
@@ -381,6 +384,8 @@ def _forward_on_ladder(target: Target, candidate: Inputs) -> tuple[Any, Inputs, 
             _raise_if_code_error(exc, "forward")
             error = first_line(exc)
             if not _DTYPE_WORDS.search(str(exc)):
+                if synthesis is not None:
+                    synthesis.learn_from(exc, trial)
                 break
     return None, candidate, error
 

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from . import EXAMPLES_ATTRIBUTE
+from .demands import DemandReader
 
 RECORDED, DECLARED, SYNTHESIZED = "recorded", "declared", "synthesized"
 
@@ -163,6 +164,8 @@ def _as_dtype(value: Any, dtype: torch.dtype) -> Any:
 
 
 def short(value: Any) -> str:
+    if value is SINGLE_PROCESS_GROUP or _is_process_group(value):
+        return "<one-process group>"
     if isinstance(value, torch.Tensor):
         kind = str(value.dtype).replace("torch.", "")
         return f"{kind}{list(value.shape)}"
@@ -260,20 +263,54 @@ def recorded(cls: type, calls: list[dict[str, Any]], device: torch.device) -> li
 # Synthesis
 # ---------------------------------------------------------------------------
 class Unsynthesizable(Exception):
-    """A parameter no guess fits (a callable, a module, a process group)."""
+    """A parameter no guess fits (a callable, a module)."""
+
+
+class _Placeholder:
+    """A value made only when a candidate is built (it has side effects)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+SINGLE_PROCESS_GROUP = _Placeholder("<one-process group>")
+
+
+def single_process_group() -> Any:
+    """The default group of a world of one process (gloo, an in-memory store):
+    what a tensor-parallel Function sees at TP=1, where collectives are the
+    identity. Made once per worker; the worker is this check's own process."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        raise Unsynthesizable("a process group is needed and torch.distributed is not built")
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    return dist.group.WORLD
+
+
+def _is_process_group(value: Any) -> bool:
+    group_type = getattr(getattr(torch, "distributed", None), "ProcessGroup", None)
+    return group_type is not None and isinstance(value, group_type)
 
 
 # Parameters that are not tensors and cannot be made up: a guessed tensor there
 # would only produce findings about the guess.
 CALLABLE_NAMES = frozenset({"func", "fn", "function", "run_function", "callback", "closure",
                             "forward_fn", "backward_fn", "hook", "op", "kernel", "f"})
-OBJECT_NAMES = frozenset({"module", "model", "layer", "layers", "group", "process_group", "pg",
-                          "portal", "config", "cfg", "options", "opts", "optimizer", "handle",
+OBJECT_NAMES = frozenset({"module", "model", "layer", "layers", "portal", "config", "cfg",
+                          "options", "opts", "optimizer", "handle",
                           "stream", "context", "comm", "communicator", "mesh", "device_mesh",
                           "tokenizer", "cache", "state", "manager", "policy", "self"})
+# Process groups: a one-process group stands in (collectives are the identity).
+GROUP_NAMES = frozenset({"group", "process_group", "pg"})
 _BOOL_PREFIXES = ("is_", "use_", "has_", "enable_", "do_", "apply_", "return_", "need_",
                   "should_", "with_", "allow_", "output_")
 _INT_PREFIXES = ("num_", "n_")
+_EPSILON = re.compile(r"(^|_)eps(ilon)?($|_)")
 _INT_SUFFIXES = ("_size", "_dim", "_len", "_rank", "_idx", "_id", "_count", "_heads")
 
 
@@ -305,11 +342,19 @@ class Synthesis:
         positional = [p for p in parameters
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self.tensor_hints = set(tensor_hints)
+        self.strings = compared_strings(cls.forward)
         self.parameters = [self._parameter(p) for p in positional]
         self.rank_hint: int | None = None
         self.shapes: dict[str, tuple[int, ...]] = {}  # learnt from forward's messages
+        # learnt from forward's failing statements, per layout (the sizes they
+        # name are that layout's)
+        self.layout_shapes: dict[str, dict[str, tuple[int, ...]]] = {}
+        self.power_of_two = False  # a kernel takes only power-of-two sizes
+        self.preferred: str | None = None  # the layout the shapes were learnt on
+        self.generation = 0  # bumped by what is learnt: the layouts start over
         self.tried: set[tuple[str, tuple[Any, ...]]] = set()
         self.count = 0
+        self.demand_reader = DemandReader(cls.forward, [p.name for p in self.parameters])
 
     # -- parameters ------------------------------------------------------------
     def _parameter(self, parameter: inspect.Parameter) -> _Parameter:
@@ -322,12 +367,15 @@ class Synthesis:
         if _OFFSETS.search(name.lower()):
             # Variable-length offsets (`cu_seqlens`) mean nothing when made up.
             return _Parameter(name, "value", [None], given=True)
-        if _STATE.search(name.lower()) and default in (None, parameter.empty):
+        if _STATE.search(name.lower()) and default in (None, parameter.empty) and \
+                not name.lower().startswith(_BOOL_PREFIXES):  # `output_final_state`: a flag
             return _Parameter(name, tensor_role(name), optional=True, none_first=True)
         if default is None:
             if hinted or name in TENSOR_NAMES or tensor_role(name) in ("labels", "mask"):
                 return _Parameter(name, tensor_role(name), optional=True)
             return _Parameter(name, "value", [None])
+        if not hinted and default is parameter.empty and self.strings.get(name):
+            return _Parameter(name, "value", self.strings[name])
         if not hinted and default is parameter.empty:
             classified = _classify(name)
             if classified is not None:
@@ -357,7 +405,7 @@ class Synthesis:
             if parameter is not None and parameter.role != "value" and \
                     self.shapes.get(parameter.name) != shape:
                 self.shapes[parameter.name] = shape
-                self.tried.clear()  # the same layouts, with that shape
+                self._start_over(None)  # the same layouts, with that shape
                 return
         if "object has no attribute" in error and ("'float'" in error or "'int'" in error):
             # A number where forward wants a tensor: make the guessed numbers tensors.
@@ -370,6 +418,26 @@ class Synthesis:
                     parameter.values = []
                     return
 
+    def learn_from(self, exc: BaseException, candidate: Inputs) -> None:
+        """Take the shapes forward's failing statement asks for (demands.py)."""
+        changed = False
+        shapes = self.layout_shapes.setdefault(candidate.layout, {})
+        for demand in self.demand_reader.read(exc, candidate.args):
+            parameter = next((p for p in self.parameters if p.name == demand.parameter), None)
+            if parameter is not None and parameter.role != "value" and \
+                    shapes.get(parameter.name) != demand.shape:
+                shapes[parameter.name] = demand.shape
+                changed = True
+        if not self.power_of_two and _POWER_OF_TWO.search(str(exc)):
+            self.power_of_two = changed = True
+        if changed:
+            self._start_over(candidate.layout)
+
+    def _start_over(self, layout: str | None) -> None:
+        self.tried.clear()
+        self.preferred = layout or self.preferred
+        self.generation += 1
+
     def _named(self, word: str) -> _Parameter | None:
         """The parameter a message calls `word` ("Weight" for `W`)."""
         word = word.lower()
@@ -381,13 +449,26 @@ class Synthesis:
 
     # -- candidates ------------------------------------------------------------
     def __iter__(self) -> Iterator[Inputs]:
-        """Breadth first: each layout's most plausible candidate, then the
-        second ones; the order of the rest follows the hints learnt so far."""
+        """Candidates until one is taken or MAX_CANDIDATES; when a shape is
+        learnt, the layouts start over with it (the one it was learnt on first)."""
+        while self.count < MAX_CANDIDATES:
+            generation = self.generation
+            for candidate in self._breadth_first():
+                self.count += 1
+                yield candidate
+                if self.generation != generation or self.count >= MAX_CANDIDATES:
+                    break
+            else:
+                return
+
+    def _breadth_first(self) -> Iterator[Inputs]:
+        """Each layout's most plausible candidate, then the second ones; the
+        order of the rest follows the hints learnt so far."""
         streams = {layout.name: self._for_layout(layout) for layout in LAYOUTS}
         exhausted: set[str] = set()
         for _ in range(MAX_PER_LAYOUT):
             served: set[str] = set()
-            while self.count < MAX_CANDIDATES:
+            while True:
                 waiting = [layout for layout in self._layouts()
                            if layout.name not in exhausted and layout.name not in served]
                 if not waiting:
@@ -398,13 +479,12 @@ class Synthesis:
                 if candidate is None:
                     exhausted.add(name)
                     continue
-                self.count += 1
                 yield candidate
 
     def _layouts(self) -> list[Layout]:
-        if self.rank_hint is None:
-            return list(LAYOUTS)
-        return sorted(LAYOUTS, key=lambda layout: layout.rank != self.rank_hint)
+        return sorted(LAYOUTS, key=lambda layout: (
+            layout.name != self.preferred,
+            self.rank_hint is not None and layout.rank != self.rank_hint))
 
     def _for_layout(self, layout: Layout) -> Iterator[Inputs]:
         values = [self._choices(p, layout) for p in self.parameters]
@@ -430,6 +510,8 @@ class Synthesis:
                 zip(self.parameters, combination, strict=True)):
             if parameter.role != "value" and choice is not None:
                 args.append(self.tensor(parameter.role, layout, position, args))
+            elif choice is SINGLE_PROCESS_GROUP:
+                args.append(single_process_group())
             else:
                 args.append(choice)
         names = [p.name for p in self.parameters]
@@ -441,8 +523,12 @@ class Synthesis:
 
     def tensor(self, role: str, layout: Layout, position: int, earlier: list[Any]) -> Any:
         """A tensor for a role in a layout."""
+        name = self.parameters[position].name
+        forced = self.layout_shapes.get(layout.name, {}).get(name) or self.shapes.get(name)
+        if self.power_of_two:
+            layout = _powers_of_two(layout)
+            forced = forced and tuple(POWER_OF_TWO_SIZES.get(n, n) for n in forced)
         main = layout.main
-        forced = self.shapes.get(self.parameters[position].name)
         if role == "index":
             dim = next((a for p, a in zip(self.parameters, earlier, strict=False)
                         if p.name in ("dim", "axis") and isinstance(a, int)), 0)
@@ -463,6 +549,21 @@ class Synthesis:
                                                   "channels"):
             shape = layout.vector  # a norm's weight: one per feature
         return float_tensor(shape or main, position, self.device)
+
+
+# Power-of-two stand-ins for the sizes synthesis uses, still distinct (a
+# kernel's `tl.arange(0, HC)` needs a power of two).
+POWER_OF_TWO_SIZES = {ROWS: 8, VOCAB: 16}
+_POWER_OF_TWO = re.compile(r"power of 2|power of two", re.I)
+
+
+def _powers_of_two(layout: Layout) -> Layout:
+    def scaled(shape: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return shape and tuple(POWER_OF_TWO_SIZES.get(n, n) for n in shape)
+
+    return replace(layout, main=scaled(layout.main), vector=scaled(layout.vector),
+                   matrix=scaled(layout.matrix), table=scaled(layout.table),
+                   labels_high=POWER_OF_TWO_SIZES.get(layout.labels_high, layout.labels_high))
 
 
 def float_tensor(shape: tuple[int, ...], position: int, device: torch.device) -> torch.Tensor:
@@ -535,15 +636,46 @@ def _classify(name: str) -> list[Any] | None:
     lowered = name.lower()
     if lowered in CALLABLE_NAMES or lowered.endswith(("_fn", "_func", "_function", "_hook")):
         raise Unsynthesizable(f"`{name}` looks like a callable")
-    if lowered in OBJECT_NAMES or lowered.endswith(("_group", "_module", "_config", "_model")):
+    if lowered in GROUP_NAMES or lowered.endswith(("_group", "_pg")):
+        return [SINGLE_PROCESS_GROUP]
+    if lowered in OBJECT_NAMES or lowered.endswith(("_module", "_config", "_model")):
         raise Unsynthesizable(f"`{name}` looks like an object, not a tensor")
     if lowered.startswith(_BOOL_PREFIXES) or lowered.endswith(("_flag", "_first")) or \
             lowered in ("in_place", "inplace"):
         return [False, True]
+    if _EPSILON.search(lowered):
+        return [0.1]  # `rms_eps`, `eps_low`: a tolerance or a clip range, never a tensor
     if lowered.startswith(_INT_PREFIXES) or lowered.endswith(_INT_SUFFIXES) or \
             lowered in ("rank", "world_size", "size", "length", "seq_len", "heads", "head_dim"):
         return [1, 2]
     return None
+
+
+def compared_strings(function: Any) -> dict[str, list[str]]:
+    """The string literals forward compares each name with (`mode == "global"`,
+    `kind in ("a", "b")`), in source order: the values a string parameter takes."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(function))))
+    except (OSError, TypeError, ValueError, SyntaxError):
+        return {}
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+            continue
+        left, right = node.left, node.comparators[0]
+        if not isinstance(left, ast.Name):
+            left, right = right, left
+        if not isinstance(left, ast.Name):
+            continue
+        items = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
+        for item in items:
+            if isinstance(item, ast.Constant) and isinstance(item.value, str) and \
+                    item.value not in found.setdefault(left.id, []):
+                found[left.id].append(item.value)
+    return {name: values for name, values in found.items() if values}
 
 
 def differentiable_positions(args: tuple[Any, ...]) -> list[int]:

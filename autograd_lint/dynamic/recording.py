@@ -398,6 +398,10 @@ def _rebuild(spec: Any, device: Any, generator: Any) -> Any:
         return items if kind == "list" else tuple(items)
     if kind == "tensor":
         return _rebuild_tensor(value, device, generator)
+    if kind == "opaque" and value == "ProcessGroup":
+        from .inputs import single_process_group
+
+        return single_process_group()  # the recorded world, shrunk to this process
     raise ValueError(f"a recorded {value} argument cannot be rebuilt")
 
 

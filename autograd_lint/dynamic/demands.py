@@ -1,0 +1,485 @@
+"""Shapes forward's own failing checks ask for, read from the failing frame.
+
+Kernel wrappers state their shape contracts as code, not as messages:
+
+    assert h_pre.shape == (N, HC)          # N, HC: locals of the frame
+    scores_f = scores.view(N, L, L)        # "shape '[4, 3, 3]' is invalid ..."
+    out = F.conv2d(scores_f, weight)       # torch's own contract for `weight`
+
+When forward raises on a synthesized candidate, the statement that raised is
+read back from its source, the sizes it names are evaluated in that frame
+(names, arithmetic, `.shape`, `len`, `int`: nothing that calls user code),
+and the tensor it constrains is traced to one of forward's parameters: the
+same object, a view of it, or, across a copy (`.to(torch.float32)`), a local
+of the same name. The result is a shape for that parameter to try next.
+(A wrong rank everywhere, `a, b, c = x.shape`, is the message's to tell:
+a layout of that rank keeps all parameters consistent.)
+Runs in the worker (imports torch).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import math
+import operator
+import re
+from dataclasses import dataclass, field
+from types import CodeType, FrameType
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class Demand:
+    """forward wants `parameter` to have `shape`."""
+
+    parameter: str
+    shape: tuple[int, ...]
+
+
+class _Unknown(Exception):
+    """An expression the safe evaluator does not evaluate."""
+
+
+_VIEW_ERROR = re.compile(r"shape '\[([-\d, ]*)\]' is invalid for input of size \d+")
+_CONV_ERROR = re.compile(r"\bweight\b|\bbias\b|groups")
+_CONVOLUTIONS = {"conv1d": 1, "conv2d": 2, "conv3d": 3}
+# Size a demand leaves open (a -1 in a view that no known size fixes).
+OPEN_SIZE = 2
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+_SAFE_CALLS = {"int": int, "len": len, "tuple": tuple, "max": max, "min": min}
+
+
+@dataclass
+class DemandReader:
+    """Reads demands from forward's exceptions; keeps the parsed sources."""
+
+    forward: Any  # the Function's forward (decorators unwrapped here)
+    parameters: list[str]
+    _trees: dict[str, ast.Module | None] = field(default_factory=dict)
+
+    def read(self, exc: BaseException, args: tuple[Any, ...]) -> list[Demand]:
+        """Demands from an exception forward raised on `args` ([] if none)."""
+        frames = _frames(exc)
+        code = _code_of(self.forward)
+        forward_at = next((i for i, (frame, _) in enumerate(frames) if frame.f_code is code),
+                          None)
+        if forward_at is None:
+            return []
+        forward_frame = frames[forward_at][0]
+        bound = {name: forward_frame.f_locals.get(name) for name in self.parameters}
+        passed = dict(zip(self.parameters, args, strict=False))
+        message = str(exc)
+        # The innermost frame first: that is where the contract is written.
+        for frame, line in reversed(frames[forward_at:]):
+            statement = self._statement(frame.f_code.co_filename, line)
+            if statement is None:
+                continue
+            wanted = _constraints(statement, _Evaluator(frame), message)
+            demands = [demand for demand in (_to_parameter(w, bound, passed) for w in wanted)
+                       if demand is not None]
+            if demands:
+                return demands
+        return []
+
+    def _statement(self, filename: str, line: int) -> ast.stmt | None:
+        if filename not in self._trees:
+            try:
+                self._trees[filename] = ast.parse("".join(linecache.getlines(filename)))
+            except (SyntaxError, ValueError):
+                self._trees[filename] = None
+        tree = self._trees[filename]
+        if tree is None:
+            return None
+        found: ast.stmt | None = None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or 0):
+                if found is None or node.lineno >= found.lineno:
+                    found = node  # the innermost statement holding the line
+        return found
+
+
+def _code_of(function: Any) -> CodeType | None:
+    try:
+        return inspect.unwrap(function).__code__
+    except (AttributeError, ValueError):
+        return None
+
+
+def _frames(exc: BaseException) -> list[tuple[FrameType, int]]:
+    frames = []
+    traceback = exc.__traceback__
+    while traceback is not None:
+        frames.append((traceback.tb_frame, traceback.tb_lineno))
+        traceback = traceback.tb_next
+    return frames
+
+
+# ---------------------------------------------------------------------------
+# What a statement asks of a tensor
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Wanted:
+    """A tensor (as the frame holds it, and the name it goes by there) and the
+    shape the statement wants it to have; `view`: the shape of a view of it."""
+
+    tensor: torch.Tensor
+    name: str | None
+    shape: tuple[int, ...]
+    view: bool = False
+
+
+def _constraints(statement: ast.stmt, evaluator: _Evaluator, message: str) -> list[_Wanted]:
+    if isinstance(statement, ast.Assert):
+        return _assertion(statement.test, evaluator)
+    wanted: list[_Wanted] = []
+    view = _VIEW_ERROR.search(message)
+    if view is not None:
+        requested = tuple(int(n) for n in view.group(1).replace(" ", "").split(",") if n)
+        wanted += _failed_views(statement, evaluator, requested)
+    if _CONV_ERROR.search(message):
+        wanted += _convolution_weights(statement, evaluator)
+    return wanted
+
+
+def _assertion(test: ast.expr, evaluator: _Evaluator) -> list[_Wanted]:
+    """The failing comparisons of `assert a and b and ...` about shapes."""
+    conditions = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) \
+        else [test]
+    wanted: dict[int, _Wanted] = {}  # by tensor: `x.dim() == 2 and x.shape[0] == K`
+    for condition in conditions:
+        if not isinstance(condition, ast.Compare) or len(condition.ops) != 1:
+            continue
+        left, op, right = condition.left, condition.ops[0], condition.comparators[0]
+        try:
+            if evaluator.truth(condition):
+                continue  # this part holds: not what failed
+            found = _compared(left, op, right, evaluator, wanted)
+        except _Unknown:
+            continue
+        if found is not None:
+            wanted[id(found.tensor)] = found
+    return list(wanted.values())
+
+
+def _compared(left: ast.expr, op: ast.cmpop, right: ast.expr, evaluator: _Evaluator,
+              earlier: dict[int, _Wanted]) -> _Wanted | None:
+    subject = _shape_subject(left)
+    other = right
+    if subject is None and isinstance(op, ast.Eq):
+        subject, other = _shape_subject(right), left
+    if subject is None:
+        return None
+    kind, tensor_node, index = subject
+    tensor = evaluator.tensor(tensor_node)
+    value = evaluator.value(other)
+    if isinstance(op, ast.In) and isinstance(value, (tuple, list)) and value:
+        value = value[0]  # the first of the shapes allowed
+    elif isinstance(op, (ast.GtE, ast.Gt)) and kind == "rank" and isinstance(value, int):
+        value = value + isinstance(op, ast.Gt)
+    elif not isinstance(op, ast.Eq):
+        return None
+    current = earlier[id(tensor)].shape if id(tensor) in earlier else tuple(tensor.shape)
+    name = tensor_node.id if isinstance(tensor_node, ast.Name) else None
+    if kind == "shape" and isinstance(value, (tuple, list)) and \
+            all(isinstance(n, int) for n in value):
+        return _Wanted(tensor, name, tuple(value))
+    if kind == "dim" and isinstance(value, int) and -len(current) <= index < len(current):
+        changed = list(current)
+        changed[index] = value
+        return _Wanted(tensor, name, tuple(changed))
+    if kind == "rank" and isinstance(value, int) and 1 <= value <= 6:
+        return _Wanted(tensor, name, _with_rank(current, value))
+    return None
+
+
+def _shape_subject(node: ast.expr) -> tuple[str, ast.expr, int] | None:
+    """("shape", T, 0) for `T.shape`; ("dim", T, i) for `T.shape[i]` or
+    `T.size(i)`; ("rank", T, 0) for `T.dim()`, `T.ndim` or `len(T.shape)`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id in ("tuple", "len") and len(node.args) == 1:
+        inner = _shape_subject(node.args[0])
+        if inner is not None and inner[0] == "shape":
+            return ("shape" if node.func.id == "tuple" else "rank", inner[1], 0)
+        return None
+    if isinstance(node, ast.Attribute):
+        if node.attr == "shape":
+            return "shape", node.value, 0
+        if node.attr == "ndim":
+            return "rank", node.value, 0
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
+            node.value.attr == "shape" and _int_constant(node.slice) is not None:
+        return "dim", node.value.value, _int_constant(node.slice)  # type: ignore[return-value]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        method, receiver = node.func.attr, node.func.value
+        if method in ("dim", "ndimension") and not node.args:
+            return "rank", receiver, 0
+        if method == "size":
+            if not node.args:
+                return "shape", receiver, 0
+            index = _int_constant(node.args[0])
+            if index is not None:
+                return "dim", receiver, index
+    return None
+
+
+def _int_constant(node: ast.expr) -> int | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_constant(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def _failed_views(statement: ast.stmt, evaluator: _Evaluator,
+                  requested: tuple[int, ...]) -> list[_Wanted]:
+    """The `T.view(...)`/`T.reshape(...)` in the statement that asked for `requested`."""
+    wanted = []
+    for node in ast.walk(statement):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("view", "reshape") and node.args):
+            continue
+        try:
+            tensor = evaluator.tensor(node.func.value)
+            sizes = evaluator.value(node.args[0]) if len(node.args) == 1 \
+                else tuple(evaluator.value(a) for a in node.args)
+        except _Unknown:
+            continue
+        if isinstance(sizes, int):
+            sizes = (sizes,)
+        if tuple(sizes) == requested:
+            name = node.func.value.id if isinstance(node.func.value, ast.Name) else None
+            wanted.append(_Wanted(tensor, name, requested, view=True))
+    return wanted
+
+
+def _convolution_weights(statement: ast.stmt, evaluator: _Evaluator) -> list[_Wanted]:
+    """torch's own contract for `conv{1,2,3}d(input, weight, bias, ..., groups)`:
+    weight [C, C / groups, 1, ...] (a 1x1 kernel keeps the spatial sizes), bias [C]."""
+    wanted = []
+    for node in ast.walk(statement):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else \
+            node.func.id if isinstance(node.func, ast.Name) else ""
+        spatial = _CONVOLUTIONS.get(callee)
+        if spatial is None:
+            continue
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        positional = dict(enumerate(node.args))
+        try:
+            source = evaluator.tensor(positional.get(0, keywords.get("input")))
+            groups = evaluator.value(positional[6]) if 6 in positional else \
+                evaluator.value(keywords["groups"]) if "groups" in keywords else 1
+        except (_Unknown, KeyError, AttributeError):
+            continue
+        if source.dim() != spatial + 2 or not isinstance(groups, int) or groups <= 0 or \
+                source.shape[1] % groups:
+            continue
+        channels = source.shape[1]
+        shapes = {1: (channels, channels // groups) + (1,) * spatial, 2: (channels,)}
+        for position, keyword in ((1, "weight"), (2, "bias")):
+            node_of = positional.get(position, keywords.get(keyword))
+            try:
+                tensor = evaluator.tensor(node_of) if node_of is not None else None
+            except _Unknown:
+                continue
+            if tensor is not None and tuple(tensor.shape) != shapes[position]:
+                name = node_of.id if isinstance(node_of, ast.Name) else None
+                wanted.append(_Wanted(tensor, name, shapes[position]))
+    return wanted
+
+
+def _with_rank(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    """`shape` grown (leading dims of OPEN_SIZE) or folded (leading dims
+    merged) to `rank` dims, its trailing dims kept."""
+    if len(shape) <= rank:
+        return (OPEN_SIZE,) * (rank - len(shape)) + shape
+    keep = rank - 1
+    return (math.prod(shape[:len(shape) - keep]),) + (shape[len(shape) - keep:] if keep else ())
+
+
+# ---------------------------------------------------------------------------
+# From the constrained tensor to forward's parameter
+# ---------------------------------------------------------------------------
+def _to_parameter(wanted: _Wanted, bound: dict[str, Any],
+                  passed: dict[str, Any]) -> Demand | None:
+    name, same = _owner(wanted.tensor, wanted.name, bound)
+    if name is None:
+        return None
+    current = passed.get(name)
+    if not isinstance(current, torch.Tensor):
+        return None
+    shape = wanted.shape if same and not wanted.view else fit(tuple(current.shape), wanted.shape)
+    if any(n <= 0 for n in shape) or shape == tuple(current.shape):
+        return None
+    return Demand(name, shape)
+
+
+def _owner(tensor: torch.Tensor, name: str | None,
+           bound: dict[str, Any]) -> tuple[str | None, bool]:
+    """The parameter `tensor` is (True), is a view of, or shares a name with (False)."""
+    for parameter, value in bound.items():
+        if value is tensor:
+            return parameter, True
+    root = _root(tensor)
+    for parameter, value in bound.items():
+        if isinstance(value, torch.Tensor) and _root(value) is root:
+            return parameter, False
+    if name is not None and name in bound:
+        return name, False  # a copy under the same name (`h_pre.to(torch.float32)`)
+    return None, False
+
+
+def _root(tensor: torch.Tensor) -> torch.Tensor:
+    while tensor._base is not None:
+        tensor = tensor._base
+    return tensor
+
+
+def fit(current: tuple[int, ...], wanted: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape for a parameter whose view (or copy) should have shape
+    `wanted`: the parameter's leading dims kept where they hold as many
+    elements as the wanted leading dims, the wanted trailing dims taken.
+
+    fit((2, 2, 3, 4), (4, 3, 3)) == (2, 2, 3, 3); fit((2, 3, 4), (-1, 3, 3)) == (2, 3, 3)
+    """
+    for trailing in range(1, len(wanted) + 1):
+        head, tail = current[:len(current) - trailing], wanted[len(wanted) - trailing:]
+        wanted_head = wanted[:len(wanted) - trailing]
+        if len(current) < trailing or -1 in tail:
+            break
+        if head and (-1 in wanted_head or math.prod(head) == math.prod(wanted_head)):
+            return head + tail
+    return tuple(OPEN_SIZE if n == -1 else n for n in wanted)
+
+
+# ---------------------------------------------------------------------------
+# Evaluating a frame's size expressions without running user code
+# ---------------------------------------------------------------------------
+class _Evaluator:
+    def __init__(self, frame: FrameType) -> None:
+        self.frame = frame
+
+    def tensor(self, node: ast.expr) -> torch.Tensor:
+        value = self.value(node)
+        if not isinstance(value, torch.Tensor):
+            raise _Unknown
+        return value
+
+    def truth(self, node: ast.Compare) -> bool:
+        left, right = self.value(node.left), self.value(node.comparators[0])
+        op = node.ops[0]
+        compare = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.GtE: operator.ge,
+                   ast.Gt: operator.gt, ast.LtE: operator.le, ast.Lt: operator.lt,
+                   ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}.get(type(op))
+        if compare is None:
+            raise _Unknown
+        try:
+            return bool(compare(_plain(left), _plain(right)))
+        except (TypeError, RuntimeError) as exc:
+            raise _Unknown from exc
+
+    def value(self, node: ast.expr) -> Any:
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is None:
+            raise _Unknown
+        return method(node)
+
+    def _Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def _Name(self, node: ast.Name) -> Any:
+        for scope in (self.frame.f_locals, self.frame.f_globals):
+            if node.id in scope:
+                value = scope[node.id]
+                if isinstance(value, (int, float, bool, str, tuple, list, torch.Size,
+                                      torch.Tensor)) or value is None:
+                    return value
+                raise _Unknown
+        if node.id in _SAFE_CALLS:
+            return _SAFE_CALLS[node.id]
+        raise _Unknown
+
+    def _Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
+        items: list[Any] = []
+        for element in node.elts:
+            if isinstance(element, ast.Starred):
+                items.extend(self.value(element.value))
+            else:
+                items.append(self.value(element))
+        return tuple(items)
+
+    _List = _Tuple
+
+    def _BinOp(self, node: ast.BinOp) -> Any:
+        function = _BINARY.get(type(node.op))
+        if function is None:
+            raise _Unknown
+        try:
+            return function(_plain(self.value(node.left)), _plain(self.value(node.right)))
+        except (TypeError, ZeroDivisionError) as exc:
+            raise _Unknown from exc
+
+    def _UnaryOp(self, node: ast.UnaryOp) -> Any:
+        if not isinstance(node.op, ast.USub):
+            raise _Unknown
+        value = self.value(node.operand)
+        if not isinstance(value, (int, float)):
+            raise _Unknown
+        return -value
+
+    def _Subscript(self, node: ast.Subscript) -> Any:
+        container = _plain(self.value(node.value))
+        if not isinstance(container, (tuple, list)):
+            raise _Unknown
+        if isinstance(node.slice, ast.Slice):
+            parts = [self.value(p) if p is not None else None
+                     for p in (node.slice.lower, node.slice.upper, node.slice.step)]
+            return container[slice(*parts)]
+        index = self.value(node.slice)
+        if not isinstance(index, int) or not -len(container) <= index < len(container):
+            raise _Unknown
+        return container[index]
+
+    def _Attribute(self, node: ast.Attribute) -> Any:
+        owner = self.value(node.value)
+        if isinstance(owner, torch.Tensor) and node.attr in ("shape", "ndim"):
+            return tuple(owner.shape) if node.attr == "shape" else owner.dim()
+        raise _Unknown
+
+    def _Call(self, node: ast.Call) -> Any:
+        if node.keywords:
+            raise _Unknown
+        if isinstance(node.func, ast.Attribute):
+            receiver = self.value(node.func.value)
+            if not isinstance(receiver, torch.Tensor):
+                raise _Unknown
+            args = [self.value(a) for a in node.args]
+            if node.func.attr == "size" and len(args) <= 1:
+                return tuple(receiver.shape) if not args else receiver.shape[args[0]]
+            if node.func.attr in ("dim", "ndimension") and not args:
+                return receiver.dim()
+            if node.func.attr == "numel" and not args:
+                return receiver.numel()
+            raise _Unknown
+        function = self.value(node.func)
+        if function not in _SAFE_CALLS.values():
+            raise _Unknown
+        try:
+            return function(*(_plain(self.value(a)) for a in node.args))
+        except (TypeError, ValueError) as exc:
+            raise _Unknown from exc
+
+
+def _plain(value: Any) -> Any:
+    """torch.Size as a tuple; tensors stay tensors (and are not compared)."""
+    if isinstance(value, torch.Size):
+        return tuple(value)
+    if isinstance(value, torch.Tensor):
+        raise _Unknown
+    return value
