@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from .findings import Finding, sort_findings
 from .model import ModuleInfo, ModuleNamer, build_module
 from .noqa import filter_findings
-from .project import Project
+from .project import Project, reachable_as
 from .registry import RULES, default_codes
 
 if TYPE_CHECKING:  # imported lazily at run time
@@ -481,8 +481,10 @@ class _Run:
         self._findings.extend(findings)
 
     # -- ModuleLoader: modules parsed on demand ---------------------------------------
-    def load(self, module_name: str) -> list[ModuleInfo]:
-        """Every file of that module name that this pass did not parse."""
+    def load(self, module_name: str, origin_path: str | None = None) -> list[ModuleInfo]:
+        """Every file of that module name that this pass did not parse (and,
+        with `origin_path`, every file the name reaches through namespace
+        packages from there)."""
         if self._by_last_part is None:
             # By the name's last part, from the path alone: `pkg/ops.py` and
             # `ops/__init__.py` may be `ops`. Only those files are named.
@@ -495,8 +497,9 @@ class _Run:
                     self._by_last_part.setdefault(last, []).append(source)
         found = []
         for source in self._by_last_part.get(module_name.rpartition(".")[2], ()):
-            if source.path not in self._in_project and \
-                    self.module_names(source.path)[0] == module_name:
+            if source.path not in self._in_project and (
+                    self.module_names(source.path)[0] == module_name if origin_path is None
+                    else reachable_as(source.path, module_name, origin_path)):
                 self._loaded.add(source.path)
                 module = self._parse_whole(source)
                 if module is not None:

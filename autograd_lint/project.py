@@ -179,8 +179,10 @@ class FunctionClass:
 class ModuleLoader(Protocol):
     """Parses scanned files on demand, for resolution across modules."""
 
-    def load(self, module_name: str) -> list[ModuleInfo]:
-        """The files of that module name not in the project yet, parsed whole."""
+    def load(self, module_name: str, origin_path: str | None = None) -> list[ModuleInfo]:
+        """The files of that module name not in the project yet, parsed whole;
+        with `origin_path`, also the files `import module_name` reaches from
+        there through namespace packages (see `reachable_as`)."""
 
     def complete(self, module: ModuleInfo) -> ModuleInfo:
         """The whole-file version of a sparsely parsed module."""
@@ -221,6 +223,7 @@ class Project:
         self._tried: set[str] = set()
         self.cache: dict[str, object] = {}  # project-wide results shared by checkers
         self.by_name: dict[str, list[ModuleInfo]] = {}
+        self._by_last_part: dict[str, list[ModuleInfo]] = {}
         for module in modules:
             self._register(module)
         self._state: dict[ClassInfo, bool | None] = {}  # None while being decided (cycles)
@@ -273,9 +276,26 @@ class Project:
         if load:
             self._load(name)
         found = self.by_name.get(name)
+        if not found and "." in name:
+            found = self._through_namespaces(name, origin, load)
         if not found:
             return None
         return found[0] if len(found) == 1 else _choose(found, origin)
+
+    def _through_namespaces(self, name: str, origin: ModuleInfo,
+                            load: bool) -> list[ModuleInfo]:
+        """`from src.ops import fns` where no folder has an `__init__.py`:
+        the files under those folders that the import reaches (namespace
+        packages), though their own module name is the file's alone."""
+        if load and self.loader is not None:
+            key = f"{name} from {os.path.dirname(os.path.abspath(origin.path))}"
+            if key not in self._tried:
+                self._tried.add(key)
+                for module in self.loader.load(name, origin.path):
+                    self._register(module)
+        last = name.rpartition(".")[2]
+        return [module for module in self._by_last_part.get(last, ())
+                if reachable_as(module.path, name, origin.path)]
 
     def function_named(self, name: str | None, origin: ModuleInfo) -> FunctionClass | None:
         """The custom Function a qualified name bound in `origin` denotes."""
@@ -295,6 +315,8 @@ class Project:
         same = self.by_name.setdefault(module.module_name, [])
         if all(m is not module for m in same):
             same.append(module)
+            self._by_last_part.setdefault(module.module_name.rpartition(".")[2],
+                                          []).append(module)
 
     def complete(self, module: ModuleInfo) -> ModuleInfo:
         """The whole version of a sparsely parsed module (for lookups of things
@@ -359,6 +381,34 @@ class Project:
 
     def functions_in(self, module: ModuleInfo) -> list[FunctionClass]:
         return [self.functions[info] for info in module.classes if info in self.functions]
+
+
+def reachable_as(path: str, dotted: str, origin_path: str) -> bool:
+    """Whether `import dotted`, written in `origin_path`, may load the file
+    `path` through namespace packages (folders without `__init__.py`): the
+    file's folders spell the dotted name, and the folder that would have to
+    be on sys.path is one holding the importing file (the project root a test
+    runner starts from) or a child of one (a `src/` layout on the path)."""
+    where = os.path.abspath(path)
+    if where.endswith(os.sep + "__init__.py"):
+        where = os.path.dirname(where)
+    elif where.endswith(".py"):
+        where = where[:-3]
+    else:
+        return False
+    suffix = os.sep + os.sep.join(dotted.split("."))
+    if not where.endswith(suffix):
+        return False
+    root = where[:-len(suffix)] or os.sep
+    here = os.path.dirname(os.path.abspath(origin_path))
+    return _within(here, root) or _within(here, os.path.dirname(root))
+
+
+def _within(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # different drives
+        return False
 
 
 def _choose(modules: list[ModuleInfo], origin: ModuleInfo) -> ModuleInfo:

@@ -35,9 +35,10 @@ class ArityChecker(Checker):
                 continue
             self.agf102_grad_output_arity(fn, facts, method)
             if not method_facts.returns and method_facts.falls_through:
-                self.agf101_gradient_count_mismatch(fn, method, None, 1, method.node)
+                self.agf101_gradient_count_mismatch(fn, facts, method, None, 1, method.node)
             for ret in method_facts.returns:
-                self.agf101_gradient_count_mismatch(fn, method, ret, ret.value.arity(), ret.node)
+                self.agf101_gradient_count_mismatch(fn, facts, method, ret, ret.value.arity(),
+                                                    ret.node)
                 self.agf205_backward_returns_literal(fn, method, ret)
                 self.agf114_gradient_for_non_tensor(fn, facts, method, ret)
         if forward is not None and forward.node is not None:
@@ -45,8 +46,8 @@ class ArityChecker(Checker):
             self.agf113_jvp_output_count(fn, facts)
 
     # -- AGF101 ----------------------------------------------------------------
-    def agf101_gradient_count_mismatch(self, fn: FunctionClass, method: Method,
-                                       ret: Return | None, count: int | None,
+    def agf101_gradient_count_mismatch(self, fn: FunctionClass, facts: FunctionFacts,
+                                       method: Method, ret: Return | None, count: int | None,
                                        node: ast.AST) -> None:
         if count is None:
             return
@@ -74,8 +75,13 @@ class ArityChecker(Checker):
         if varargs:
             expected = f"at least {plural(required, 'input')}"
         autofix = None
-        if count < declared and not varargs and isinstance(node, ast.Return) and \
-                node.value is not None and ret is not None:
+        # `None` is only right for inputs that can never need a gradient: a
+        # tensor input (`bias`) padded with None would silently lose its grad.
+        missing = [a.arg for a in fn.inputs[count:]]
+        cannot_need = all(facts.inputs[name].kind in (Kind.NONTENSOR, Kind.NONE)
+                          for name in missing if name in facts.inputs)
+        if count < declared and not varargs and cannot_need and isinstance(node, ast.Return) \
+                and node.value is not None and ret is not None:
             is_tuple = isinstance(node.value, ast.Tuple)
             if is_tuple or ret.value.elems is None:  # not a name holding a tuple
                 autofix = append_none_gradients(node.value, declared - count, is_tuple=is_tuple)

@@ -62,11 +62,11 @@ def lint(code: str, codes: Iterable[str] | None = None, path: str = "snippet.py"
 
 
 def lint_tree(root: Path, codes: Iterable[str] | None = None, *,
-              scan_tree: bool = True) -> list[Finding]:
+              scan_tree: bool = True, prefilter: bool = True) -> list[Finding]:
     """Lint a directory as a project scan, the way `check DIR` does."""
     enabled = frozenset(DEFAULT_CODES if codes is None else codes)
     inputs = [SourceInput(p, str(p), enabled) for p in sorted(root.rglob("*.py"))]
-    result = lint_inputs(inputs, scan_tree=scan_tree)
+    result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=prefilter)
     assert not result.errors, result.errors
     return result.findings
 

@@ -83,7 +83,7 @@ CASES = {
     "AGF101": (HEADER + textwrap.dedent('''\
         class Scale(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, x, factor):
+            def forward(ctx, x, factor: float):
                 ctx.factor = factor
                 return x * factor
 
@@ -146,6 +146,55 @@ def test_summary_counts_fixed_and_remaining(tmp_path: Path, capsys) -> None:
     path.write_text(CASES["AGF103"][0])
     code, out, _ = run(capsys, "--fix", str(path))
     assert code == 0 and "(1 fixed, 0 remaining)" in out
+
+
+@pytest.mark.parametrize("signature, fixed", [
+    ("x, factor: float", True),  # a number: None is its only gradient
+    ("x, training=False", True),
+    ("x, bias", False),  # backward below uses nothing; forward adds it: a tensor
+    ("x, scale", False),  # unknown: it may be a tensor that needs its gradient
+])
+def test_agf101_pads_with_none_only_inputs_that_cannot_need_a_gradient(
+        tmp_path: Path, capsys, signature: str, fixed: bool) -> None:
+    second = signature.split(",")[1].split(":")[0].split("=")[0].strip()
+    body = f"x + {second}" if second == "bias" else "x * 2"
+    path = tmp_path / "ops.py"
+    path.write_text(HEADER + textwrap.dedent(f'''\
+        class Add(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, {signature}):
+                return {body}
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad
+        '''))
+    _, out, _ = run(capsys, "--select", "AGF101", str(path))
+    assert "AGF101" in out
+    assert ("fixable with `--fix --unsafe-fixes`" in out) is fixed
+
+
+def test_the_data_fix_makes_no_new_finding_appear(tmp_path: Path, capsys) -> None:
+    """`.data` is tensor evidence as `.detach()` is: fixing AGF008 leaves
+    AGF001 as it was (it was reported before the fix, not after)."""
+    path = tmp_path / "ops.py"
+    path.write_text(HEADER + textwrap.dedent('''\
+        class Mix(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.y = y
+                return x * y.data
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad, None
+        '''))
+    _, before, _ = run(capsys, "--select", "AGF001,AGF008", str(path))
+    run(capsys, "--fix", "--select", "AGF008", str(path))
+    assert "y.detach()" in path.read_text()
+    _, after, _ = run(capsys, "--select", "AGF001,AGF008", str(path))
+    assert "AGF001" in before and "AGF008" in before
+    assert "AGF001" in after and "AGF008" not in after
 
 
 def test_fix_hint_counts_safe_and_unsafe(tmp_path: Path, capsys) -> None:
@@ -252,7 +301,7 @@ torch = pytest.importorskip("torch")
 def test_fixed_function_runs_backward_correctly(tmp_path: Path, capsys) -> None:
     source = HEADER + textwrap.dedent('''\
         class Scale(torch.autograd.Function):
-            def forward(ctx, x, factor):
+            def forward(ctx, x, factor: float):
                 ctx.save_for_backward(x)
                 ctx.factor = factor
                 return x * factor

@@ -204,3 +204,41 @@ def test_agf105_follows_imports_across_modules(tmp_path: Path) -> None:
     findings = [f for f in lint_tree(tmp_path, {"AGF105"})]
     assert [(Path(f.path).name, f.line, f.function) for f in findings] == [
         ("run.py", 8, "Scale"), ("run.py", 12, "Scale")]
+
+
+@pytest.mark.parametrize("importing", [
+    "from src.ops.cube import Cube",  # the project root on sys.path (a test runner's rootdir)
+    "from ops.cube import Cube",  # `src/` on sys.path (a src layout)
+    "import src.ops.cube as cube_module\nCube = cube_module.Cube",
+])
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_agf301_follows_imports_through_folders_without_init(
+        tmp_path: Path, importing: str, prefilter: bool) -> None:
+    """No `__init__.py` anywhere: the folders are namespace packages."""
+    write(tmp_path, "src/ops/cube.py", LIBRARY.format(name="Cube"))
+    write(tmp_path, "src/ops/square.py", LIBRARY.format(name="Square"))
+    write(tmp_path, "tests/test_cube.py", importing + textwrap.dedent('''
+        import torch
+
+
+        def test_cube():
+            x = torch.randn(3, dtype=torch.double, requires_grad=True)
+            assert torch.autograd.gradcheck(Cube.apply, (x,))
+        '''))
+    found = {f.function for f in lint_tree(tmp_path, {"AGF301"}, prefilter=prefilter)
+             if f.code == "AGF301"}
+    assert found == {"Square"}  # Cube is exercised; Square still is not
+
+
+def test_a_dotted_name_reaches_only_the_folders_it_spells(tmp_path: Path) -> None:
+    write(tmp_path, "lib/ops/cube.py", LIBRARY.format(name="Cube"))
+    write(tmp_path, "tests/test_cube.py", '''
+        import torch
+        from other.ops.cube import Cube  # not this project's folders
+
+
+        def test_cube():
+            x = torch.randn(3, dtype=torch.double, requires_grad=True)
+            assert torch.autograd.gradcheck(Cube.apply, (x,))
+        ''')
+    assert unchecked(tmp_path) == {"Cube"}

@@ -46,13 +46,35 @@ class FunctionFacts:
         if forward is not None:
             found |= forward.evidence
             for ret in forward.returns:
-                for value in ret.value.elems or (ret.value,):
+                values = ret.value.elems or (ret.value,)
+                if any(v.literal or v.is_none for v in values):
+                    # `return out, scale, None, True, "tag"`: forward returns
+                    # non-tensors too, so a returned input proves nothing.
+                    continue
+                for value in values:
                     # A returned input, or arithmetic on one input and numbers.
                     if value.src and value.src.startswith(("input:", "arith:")):
                         found.add(value.src[6:])
         setup = self._run_setup_context(self.base_inputs, forward)
         if setup is not None:
             found |= setup.evidence
+        return found | self._given_gradients()
+
+    def _given_gradients(self) -> set[str]:
+        """Inputs backward returns a gradient for on some path: autograd
+        raises for a non-None gradient of a non-tensor input."""
+        names = [arg.arg for arg in self.fn.inputs]
+        found: set[str] = set()
+        for method in ("backward", "vjp"):
+            if self.fn.method(method) is None:
+                continue
+            facts = self._compute(method, saved=False)
+            for ret in facts.returns if facts else ():
+                values = ret.value.elems if ret.value.elems is not None and \
+                    not ret.value.is_list else (ret.value,) if ret.value.single else ()
+                for name, value in zip(names, values, strict=False):
+                    if value.kind is Kind.TENSOR and not value.literal:
+                        found.add(name)
         return found
 
     @cached_property
@@ -92,7 +114,9 @@ class FunctionFacts:
             self._facts[name] = self._compute(name)
         return self._facts[name]
 
-    def _compute(self, name: str) -> MethodFacts | None:
+    def _compute(self, name: str, saved: bool = True) -> MethodFacts | None:
+        """`saved`: know what `ctx.saved_tensors` holds (needs forward's facts,
+        so not while the inputs are being judged)."""
         if name == "forward":
             return self._run_forward(self.inputs)
         if name == "setup_context":
@@ -115,11 +139,13 @@ class FunctionFacts:
                                          src=f"{prefix}:{arg.arg}", taint=taint)
             if method.vararg is not None:
                 star = method.vararg.arg
-                element = Value(Kind.TENSOR, frozenset({f"{prefix}:{star}"}), taint=taint)
+                # Each element is an incoming gradient itself (`grads[0]`).
+                element = Value(Kind.TENSOR, frozenset({f"{prefix}:{star}"}),
+                                src=f"{prefix}:{star}", taint=taint)
                 initial[star] = Value(Kind.TENSORS, frozenset({f"{prefix}:{star}"}), None, True,
                                       src=f"{prefix}s:{star}", taint=taint, item=element)
             layout = self.saved_layout("save_for_forward" if name == "jvp"
-                                       else "save_for_backward")
+                                       else "save_for_backward") if saved else None
         elif name == "vmap" and len(params) >= 2:
             # vmap(info, in_dims, *inputs): batched versions of forward's inputs.
             for arg, value in zip(params[2:], self.inputs.values(), strict=False):

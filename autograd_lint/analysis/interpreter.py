@@ -292,6 +292,15 @@ class Interpreter:
         if value.src and value.src.startswith("input:"):
             self.evidence.add(value.src[6:])
 
+    def _tensor_arguments(self, where: tuple[int | str, ...], args: list[Value],
+                          kwargs: dict[str | None, Value]) -> None:
+        """Evidence from arguments in positions that only take tensors."""
+        for place in where:
+            value = args[place] if isinstance(place, int) and place < len(args) else \
+                kwargs.get(place) if isinstance(place, str) else None
+            if value is not None:
+                self._evidence(value)
+
     def _grad_uses(self, node: ast.AST, state: State, *values: Value) -> None:
         """Record gradient arguments used as tensors by this operation."""
         tested = state.facts.get("none_tested", frozenset())
@@ -904,6 +913,9 @@ class Interpreter:
         if attr in api.NON_TENSOR_ATTRIBUTES:
             return replace(NONTENSOR, taint=base.taint)
         if attr == "data":
+            # Evidence as `.detach()` is, its safe fix (AGF008): the fix must
+            # not make a new finding appear.
+            self._evidence(base)
             taint = base.taint
             if any(r.startswith("grad:") for r in base.roots):
                 key = self._marker("left", node)
@@ -998,6 +1010,10 @@ class Interpreter:
             return self._container_call(node, func, receiver, args, state)
         if name in EVIDENCE_METHODS or (name.endswith("_") and not name.startswith("__")):
             self._evidence(receiver)
+        if name in api.TENSOR_ARGUMENTS_OF_METHODS and (
+                receiver.kind is Kind.TENSOR or name not in _AMBIGUOUS_METHODS):
+            self._evidence(receiver)  # `gather`, `scatter_add`: names only tensors have
+            self._tensor_arguments(api.TENSOR_ARGUMENTS_OF_METHODS[name], args, kwargs)
         if name == "backward":
             # `t.backward(g)`; `Other.backward(ctx, g)` is a Function's backward.
             if not any(a.src == "ctx" for a in args):
@@ -1031,7 +1047,9 @@ class Interpreter:
             return self._detach(node, receiver)
         if name in api.VIEW_METHODS:
             integral = receiver.integral or _converts_to_integral(name, node)
-            return Value(Kind.TENSOR if certain else Kind.UNKNOWN, receiver.roots, view=True,
+            aliases = name not in api.CONVERSION_METHODS
+            return Value(Kind.TENSOR if certain else Kind.UNKNOWN,
+                         receiver.roots if aliases else frozenset(), view=aliases,
                          integral=integral and name not in _FLOAT_CONVERSIONS,
                          detached=receiver.detached)
         if name in api.TENSOR_METHODS:
@@ -1114,6 +1132,11 @@ class Interpreter:
             self._evidence(args[0])
         if qualified in api.ALL_TENSOR_ARGS_FUNCTIONS:
             for value in args:
+                self._evidence(value)
+        if qualified in api.TENSOR_ARGUMENTS_OF_FUNCTIONS:
+            self._tensor_arguments(api.TENSOR_ARGUMENTS_OF_FUNCTIONS[qualified], args, kwargs)
+        if qualified in api.TENSOR_SEQUENCE_FUNCTIONS and args and args[0].elems:
+            for value in args[0].elems:
                 self._evidence(value)
         if qualified.startswith("numpy.") and any(
                 v.taint & {FROM_GRAD, FROM_SAVED} for v in (*args, *kwargs.values())):

@@ -34,6 +34,13 @@ VIEW_METHODS = frozenset({
     "resolve_conj", "resolve_neg", "conj", "align_as", "refine_names", "rename",
     "squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_",
 })
+# Conversions that return the receiver itself only when nothing needs
+# converting: RULES.md does not count them as aliases (they usually copy), so
+# an in-place change of their result is not a change of the receiver.
+CONVERSION_METHODS = frozenset({
+    "to", "type_as", "float", "double", "half", "bfloat16", "cpu", "cuda",
+    "resolve_conj", "resolve_neg",
+})
 # Methods returning a sequence of views of the receiver.
 VIEW_SEQUENCE_METHODS = frozenset({
     "split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit",
@@ -233,6 +240,44 @@ ALL_TENSOR_ARGS_FUNCTIONS = frozenset({
     "torch.matmul", "torch.mm", "torch.bmm", "torch.nn.functional.linear",
     "torch.addmm", "torch.baddbmm",
 })
+
+# Arguments that must be tensors (positions, keyword names): passing an input
+# there is evidence that it is one. Methods count only on a tensor receiver
+# (NumPy arrays share some of these names). Scalars are allowed elsewhere
+# (`scatter_(dim, index, 1.0)`, `torch.where(c, x, 0.0)`), so those are not listed.
+TENSOR_ARGUMENTS_OF_METHODS: dict[str, tuple[int | str, ...]] = {
+    "gather": (1, "index"), "index_select": (1, "index"), "take": (0, "index"),
+    "scatter": (1, "index"), "scatter_": (1, "index"),
+    "scatter_add": (1, 2, "index", "src"), "scatter_add_": (1, 2, "index", "src"),
+    "scatter_reduce": (1, 2, "index", "src"), "scatter_reduce_": (1, 2, "index", "src"),
+    "index_add": (1, 2, "index", "source"), "index_add_": (1, 2, "index", "source"),
+    "index_copy": (1, 2, "index", "source"), "index_copy_": (1, 2, "index", "source"),
+    "index_fill": (1, "index"), "index_fill_": (1, "index"),
+    "masked_fill": (0, "mask"), "masked_fill_": (0, "mask"),
+    "masked_scatter": (0, 1, "mask", "source"), "masked_scatter_": (0, 1, "mask", "source"),
+    "masked_select": (0, "mask"), "put_": (0, 1, "index", "source"),
+    "mm": (0,), "bmm": (0,), "mv": (0,), "matmul": (0,), "copy_": (0, "src"),
+    "addmm": (0, 1), "addmm_": (0, 1), "baddbmm": (0, 1), "baddbmm_": (0, 1),
+    "addcmul": (0, 1), "addcmul_": (0, 1), "addcdiv": (0, 1), "addcdiv_": (0, 1),
+    "type_as": (0,), "expand_as": (0,), "view_as": (0,), "reshape_as": (0,),
+    "where": (0, "condition"),
+}
+TENSOR_ARGUMENTS_OF_FUNCTIONS: dict[str, tuple[int | str, ...]] = {
+    "torch.gather": (0, 2, "input", "index"), "torch.index_select": (0, 2, "input", "index"),
+    "torch.scatter": (0, 2, "input", "index"),
+    "torch.scatter_add": (0, 2, 3, "input", "index", "src"),
+    "torch.scatter_reduce": (0, 2, 3, "input", "index", "src"),
+    "torch.index_add": (0, 2, 3, "input", "index", "source"),
+    "torch.masked_select": (0, 1, "input", "mask"), "torch.where": (0, "condition"),
+    "torch.take": (0, 1), "torch.take_along_dim": (0, 1), "torch.outer": (0, 1),
+    "torch.addcmul": (0, 1, 2), "torch.addcdiv": (0, 1, 2),
+    "torch.nn.functional.embedding": (0, 1, "input", "weight"),
+    "torch.nn.functional.conv1d": (0, 1), "torch.nn.functional.conv2d": (0, 1),
+    "torch.nn.functional.conv3d": (0, 1),
+}
+# Functions taking a sequence of tensors first: its elements are tensors.
+TENSOR_SEQUENCE_FUNCTIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate",
+                                       "torch.stack", "torch.hstack", "torch.vstack"})
 
 # Collectives that write into a tensor argument in place (argument index).
 INPLACE_COLLECTIVES: dict[str, int] = {
