@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-prefilter", action="store_true",
                        help="parse every file whole instead of only those that can matter "
                             "(slower; the findings are the same)")
+    check.add_argument("--no-project-context", action="store_true",
+                       help="when files are named, do not read the rest of their project "
+                            "for the Functions and bases they import (they are never "
+                            "reported either way)")
     check.add_argument("--jobs", type=_jobs_arg, metavar="N",
                        help="worker processes for scanning (default: one per core)")
     check.add_argument("-q", "--quiet", action="store_true",
@@ -245,7 +249,46 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
                 add(found, explicit=False)
         elif not (args.force_exclude and plan.excluded(path, False)):
             add(path, explicit=True)
+    if inputs and all(i.explicit for i in inputs) and not args.no_project_context:
+        inputs += _project_context(inputs, plan, seen)
     return inputs
+
+
+def _project_context(named: list, plan: _Plan, seen: set[str]) -> list:
+    """Files named alone (pre-commit passes only the changed ones) keep their
+    project: the other files under the project root are read for the
+    Functions and bases the named ones import, and never reported (no rule
+    is enabled for them). Only files the byte prefilter finds relevant are
+    parsed, so this costs a scan of the tree."""
+    from .engine import SourceInput
+    from .files import iter_python_files
+
+    roots = {_project_root(os.path.abspath(i.path)) for i in named}
+    context: list[SourceInput] = []
+    for root in sorted(r for r in roots if r is not None):
+        for found in iter_python_files(root, plan.excluded):
+            key = os.path.normpath(os.path.abspath(found))
+            if key not in seen:
+                seen.add(key)
+                context.append(SourceInput(found, os.path.relpath(found), frozenset(),
+                                           context=True))
+    return context
+
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def _project_root(path: str) -> str | None:
+    """The nearest folder above `path` that marks a project (None: no project,
+    then nothing beside the named files is read)."""
+    folder = os.path.dirname(path)
+    while True:
+        if any(os.path.exists(os.path.join(folder, marker)) for marker in PROJECT_MARKERS):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 MAX_FIX_ROUNDS = 10  # fixes that overlap go in over several rounds

@@ -46,6 +46,7 @@ class SourceInput:
     display: str
     codes: frozenset[str]
     explicit: bool = False  # named on the command line: always parsed whole
+    context: bool = False  # read only for what other files import, never reported
 
     def __post_init__(self) -> None:
         self.path = os.fspath(self.path)
@@ -278,7 +279,7 @@ class _Run:
         self.prefilter = prefilter
         self.jobs = jobs
         self.cache = cache
-        self.result = LintResult(files_checked=len(inputs))
+        self.result = LintResult(files_checked=sum(not i.context for i in inputs))
         self._by_path = {i.path: i for i in inputs}
         self._by_last_part: dict[str, list[SourceInput]] | None = None
         self._in_project: set[str] = set()  # paths parsed by the current pass
@@ -473,7 +474,7 @@ class _Run:
                 self.result.errors.append((entry.source.display, _describe(exc)))
                 checked = []
             findings = findings + filter_findings(checked, entry.text)
-            if self.collect_functions:
+            if self.collect_functions and not entry.source.context:
                 for fn in self.project.functions_in(entry.module):
                     target = _target(entry.source, fn, self.project)
                     if target is not None:
