@@ -17,6 +17,7 @@ from .analysis.torch_api import FUNCTION_BASES, SPECIAL_METHODS
 from .model import ClassInfo, FunctionNode, ModuleInfo
 
 if TYPE_CHECKING:
+    from .analysis.effects import Effects
     from .analysis.function_facts import FunctionFacts
 
 _MAX_REEXPORT_HOPS = 8
@@ -75,6 +76,7 @@ class FunctionClass:
     bases_known: bool = True  # every base is torch's Function or a known Function
     own: dict[str, Method] = field(default_factory=dict)
     class_attrs: dict[str, ast.expr] = field(default_factory=dict)
+    project: Project | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -361,7 +363,7 @@ class Project:
                 done.add(id(module))
                 for info in module.classes:
                     if info not in self.functions and self.is_function_class(info):
-                        self.functions[info] = FunctionClass(info=info)
+                        self.functions[info] = FunctionClass(info=info, project=self)
         for fn in self.functions.values():
             for name in fn.info.base_names:
                 resolved = self.resolve(name, fn.module)
@@ -374,6 +376,14 @@ class Project:
             _collect_members(fn)
         self.subclassed = {base.info for fn in self.functions.values()
                            for base in fn.bases if base is not None}
+
+    @cached_property
+    def effects(self) -> Effects:
+        """What helpers and kernels change in place: one summary per function
+        the Functions call, shared by all of them (analysis/effects.py)."""
+        from .analysis.effects import Effects
+
+        return Effects(self)
 
     def has_subclasses(self, fn: FunctionClass) -> bool:
         """Whether some known Function derives from `fn` (it is a base class)."""

@@ -242,3 +242,45 @@ def test_a_dotted_name_reaches_only_the_folders_it_spells(tmp_path: Path) -> Non
             assert torch.autograd.gradcheck(Cube.apply, (x,))
         ''')
     assert unchecked(tmp_path) == {"Cube"}
+
+
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_in_place_writes_of_imported_helpers_are_seen(tmp_path: Path, prefilter: bool) -> None:
+    """A helper module with no Function in it (the prefilter skips it) that
+    launches a kernel storing into its argument, imported by a Function."""
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/kernels.py", '''
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def _negate(x_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offsets, -tl.load(x_ptr + offsets), mask=offsets < n)
+
+
+        def negate_(x):
+            _negate[(1,)](x, x.numel(), BLOCK=16)
+            return x
+        ''')
+    write(tmp_path, "pkg/ops.py", '''
+        import torch
+
+        from pkg.kernels import negate_
+        from .kernels import negate_ as negate_relative
+
+
+        class Negate(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                negate_(x)
+                negate_relative(y)
+                return x + y
+
+            @staticmethod
+            def backward(ctx, grad):
+                return -grad, -grad
+        ''')
+    found = [(f.line, f.code) for f in lint_tree(tmp_path, {"AGF007"}, prefilter=prefilter)]
+    assert found == [(11, "AGF007"), (12, "AGF007")]  # the two calls

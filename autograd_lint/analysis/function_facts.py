@@ -58,7 +58,7 @@ class FunctionFacts:
         setup = self._run_setup_context(self.base_inputs, forward)
         if setup is not None:
             found |= setup.evidence
-        return found | self._given_gradients()
+        return found
 
     def _given_gradients(self) -> set[str]:
         """Inputs backward returns a gradient for on some path: autograd
@@ -81,8 +81,13 @@ class FunctionFacts:
     def inputs(self) -> dict[str, Value]:
         """Each input's final value: annotation, default and evidence."""
         out = {}
+        undecided = [name for name, value in self.base_inputs.items()
+                     if value.kind is Kind.UNKNOWN and not value.seq]
+        proven = self.evidence
+        if any(name not in proven for name in undecided):
+            proven = proven | self._given_gradients()  # only then: it costs a pass
         for name, value in self.base_inputs.items():
-            if value.kind is Kind.UNKNOWN and not value.seq and name in self.evidence:
+            if name in undecided and name in proven:
                 value = replace(value, kind=Kind.TENSOR)
             out[name] = value
         return out
@@ -161,8 +166,9 @@ class FunctionFacts:
             return None
         for arg in _other_args(method):
             initial.setdefault(arg, Value())
+        project = self.fn.project
         interpreter = Interpreter(method.owner.module, method.owner.info.scope, method.node,
-                                  initial, layout)
+                                  initial, layout, project.effects if project else None)
         return interpreter.run()
 
     def saved_layout(self, method: str = "save_for_backward") -> tuple[Value, ...] | None:

@@ -23,6 +23,7 @@ from functools import reduce
 
 from ..model import ModuleInfo, Scope, collect_imports
 from . import torch_api as api
+from .effects import Effects
 from .values import (
     NONE,
     NONTENSOR,
@@ -253,9 +254,12 @@ class Interpreter:
 
     def __init__(self, module: ModuleInfo, scope: Scope,
                  node: ast.FunctionDef | ast.AsyncFunctionDef, initial: dict[str, Value],
-                 saved_layout: tuple[Value, ...] | None = None) -> None:
+                 saved_layout: tuple[Value, ...] | None = None,
+                 effects: Effects | None = None) -> None:
         self.scope = Scope(scope, "function", "")
         collect_imports(node.body, self.scope, module)
+        self.module = module
+        self.effects = effects  # callees' summaries (effects.py); None: all opaque
         self.node = node
         self.initial = initial
         self.saved_layout = saved_layout
@@ -964,6 +968,9 @@ class Interpreter:
             # just a keyword (`Context(out=out)`).
             out_node = next(kw.value for kw in node.keywords if kw.arg == "out")
             self._record(Mutation(node, out_node, kwargs["out"], "`out=`", True))
+        if self.effects is not None and receiver is None and not (
+                isinstance(func, ast.Name) and func.id in state.vars):
+            self._callee_writes(node, args, kwargs, state)
         if receiver is not None:
             assert isinstance(func, ast.Attribute)
             result = self._method_call(node, func, receiver, args, kwargs, state)
@@ -978,6 +985,36 @@ class Interpreter:
             result = UNKNOWN
             taint = _taint(*args, *kwargs.values())
         return replace(result, taint=result.taint | taint)
+
+    def _callee_writes(self, node: ast.Call, args: list[Value],
+                       kwargs: dict[str | None, Value], state: State) -> None:
+        """A helper or kernel launch that changes its arguments in place."""
+        if isinstance(node.func, ast.Subscript):
+            root = node.func.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if not isinstance(root, ast.Name) or root.id in state.vars:
+                return  # a local: `fns[i](x)`, `kernels[k][grid](...)` stay opaque
+        assert self.effects is not None
+        summary = self.effects.at_call(node, self.scope, self.module)
+        if summary is None:
+            return
+        positional = [a for a in node.args if not isinstance(a, ast.Starred)]
+        if len(positional) != len(node.args):
+            positional = node.args[:next(i for i, a in enumerate(node.args)
+                                         if isinstance(a, ast.Starred))]
+        for write in summary.writes:
+            if write.position is not None and write.position < len(positional):
+                target, value = positional[write.position], args[write.position]
+            elif write.name in kwargs:
+                target = next(k.value for k in node.keywords if k.arg == write.name)
+                value = kwargs[write.name]
+            else:
+                continue
+            how = (f"`{summary.callee}[...]()` launch (the kernel stores into its "
+                   f"`{write.name}`)" if summary.kernel else
+                   f"`{summary.callee}()` call (it changes its `{write.name}` in place)")
+            self._record(Mutation(node, target, value, how, write.certain))
 
     def _builtin_call(self, node: ast.Call, name: str, args: list[Value], state: State) -> Value:
         found, _ = self.scope.lookup(name)

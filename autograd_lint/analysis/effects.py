@@ -1,0 +1,301 @@
+"""Effect summaries: which parameters a helper changes in place.
+
+A Function's forward or backward often writes through a helper: a wrapper
+that launches a Triton kernel storing into `q` and `k`, a function that
+calls `dist.all_reduce(grad)` or `grad.mul_()`. For every function the
+interpreter calls (a def of the module, a staticmethod of a class, an
+imported helper of a scanned module) a summary is computed once per project
+and applied at each call site as in-place changes of the arguments passed
+there, so the in-place rules (AGF005/006/007) see through it.
+
+- A Python function: the interpreter runs over its body with each parameter
+  as a root of its own; its in-place events on those roots (directly, on
+  views and aliases, through in-place collectives, through callees' own
+  summaries) are the summary. A call to a function whose summary is being
+  computed (recursion) contributes nothing.
+- A `@triton.jit` kernel (also under `triton.autotune` / `heuristics`): a
+  pointer parameter is written when an address built from it (arithmetic,
+  `tl.make_block_ptr(base=...)`, `tl.advance`, not values `tl.load` read)
+  reaches `tl.store` or a `tl.atomic_*`. A launch `kernel[grid](a, b)` then
+  writes the tensors bound to those parameters.
+
+Unknown callees stay opaque: no summary, no finding.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..model import FunctionNode, ModuleInfo, Scope
+
+if TYPE_CHECKING:
+    from ..project import Project
+
+_TRITON_STORES = frozenset({"store", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
+                            "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas"})
+# Calls whose result is still an address built from their first argument.
+_POINTER_CALLS = frozenset({"make_block_ptr", "advance", "multiple_of", "max_contiguous",
+                            "max_constancy", "to", "broadcast_to", "reshape", "expand_dims"})
+_KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
+# Libraries whose functions are never summarized: torch's in-place API is
+# known by name, and following `torch.*` into a torch checkout costs parses.
+_LIBRARIES = frozenset({"torch", "triton", "numpy", "math", "functools", "operator",
+                        "builtins", "typing", "os", "sys", "warnings", "collections"})
+
+
+@dataclass(frozen=True)
+class Write:
+    """A parameter the callee changes in place."""
+
+    position: int | None  # None: keyword-only
+    name: str
+    certain: bool  # the change only exists on tensors (`.add_()`, a kernel store)
+    # Only under `if <flag>:`, a parameter of the callee: a call that passes a
+    # falsy literal there (`inplace=False`) does not write.
+    flag: str | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    callee: str  # as written at the call site, for messages
+    kernel: bool
+    writes: tuple[Write, ...]
+
+
+class Effects:
+    """The summaries of one project's functions, computed on demand, once."""
+
+    def __init__(self, project: Project | None) -> None:
+        self.project = project
+        self._done: dict[int, tuple[Write, ...]] = {}
+        self._running: set[int] = set()
+
+    # -- call sites ------------------------------------------------------------
+    def at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo) -> Summary | None:
+        """The summary for a call (`helper(q, k)`, `kernel[grid](x, out)`), or None."""
+        func = call.func
+        kernel_launch = isinstance(func, ast.Subscript)
+        target = func.value if kernel_launch else func  # type: ignore[union-attr]
+        if not isinstance(target, (ast.Name, ast.Attribute)):
+            return None
+        found = self._callee(target, scope, module)
+        if found is None:
+            return None
+        node, owner = found
+        kernel = _is_kernel(node)
+        if kernel != kernel_launch:
+            return None  # `kernel(x)` outside a launch, or `f[grid]` of a plain def
+        writes = tuple(w for w in self._summary(node, owner)
+                       if not flag_is_off(w, call, node))
+        if not writes:
+            return None
+        return Summary(ast.unparse(target), kernel, writes)
+
+    def _callee(self, target: ast.Name | ast.Attribute, scope: Scope,
+                module: ModuleInfo) -> tuple[FunctionNode, ModuleInfo] | None:
+        if isinstance(target, ast.Name):
+            found, qualified = scope.lookup(target.id)
+            if found and qualified is None:  # a def of this module (or a local)
+                return _def_in(module, target.id, self.project)
+        qualified = scope.resolve(target)
+        if qualified is None or self.project is None or \
+                qualified.partition(".")[0] in _LIBRARIES:
+            return None  # torch's own API has its tables (torch_api.py), not summaries
+        resolved = self.project.resolve(qualified, module, load=True)
+        if resolved is None or resolved.module is None:
+            return None
+        owner = resolved.module
+        if resolved.cls is not None:  # `MyFn._helper`: a method of a scanned class
+            if len(resolved.attrs) != 1:
+                return None
+            prefix = resolved.cls.key.removeprefix(f"{owner.module_name}.")
+            return _def_in(owner, f"{prefix}.{resolved.attrs[0]}", self.project)
+        name = resolved.name
+        if owner.module_name and name.startswith(owner.module_name + "."):
+            return _def_in(owner, name[len(owner.module_name) + 1:], self.project)
+        return None
+
+    # -- summaries -------------------------------------------------------------
+    def _summary(self, node: FunctionNode, module: ModuleInfo) -> tuple[Write, ...]:
+        key = id(node)
+        if key in self._done:
+            return self._done[key]
+        if key in self._running:
+            return ()  # recursion: the outer computation sees the rest
+        self._running.add(key)
+        try:
+            writes = _kernel_writes(node) if _is_kernel(node) else self._python_writes(node, module)
+        finally:
+            self._running.discard(key)
+        self._done[key] = writes
+        return writes
+
+    def _python_writes(self, node: FunctionNode, module: ModuleInfo) -> tuple[Write, ...]:
+        from .interpreter import Interpreter, Mutation
+        from .values import Value
+
+        parameters = _parameters(node)
+        initial = {name: Value(roots=frozenset({f"param:{name}"})) for name, _ in parameters}
+        inner = module.scopes.get(id(node))
+        scope = inner.parent if inner is not None and inner.parent is not None else module.scope
+        facts = Interpreter(module, scope, node, initial, effects=self).run()
+        flags = _flag_guards(node, {name for name, _ in parameters})
+        changed: dict[str, tuple[bool, str | None]] = {}
+        for mutation in facts.of(Mutation):
+            flag = flags.get(id(mutation.node))
+            for root in mutation.value.roots:
+                if root.startswith("param:"):
+                    name = root[6:]
+                    certain, known_flag = changed.get(name, (False, flag))
+                    changed[name] = (certain or mutation.certain_tensor,
+                                     known_flag if known_flag == flag else None)
+        return tuple(Write(position, name, *changed[name])
+                     for name, position in parameters if name in changed)
+
+
+def _flag_guards(node: FunctionNode, parameters: set[str]) -> dict[int, str]:
+    """The statements' nodes under `if <parameter>:` (by id), and that parameter."""
+    guards: dict[int, str] = {}
+    for statement in ast.walk(node):
+        if isinstance(statement, ast.If) and isinstance(statement.test, ast.Name) and \
+                statement.test.id in parameters:
+            for child in statement.body:
+                for inner in ast.walk(child):
+                    guards.setdefault(id(inner), statement.test.id)
+    return guards
+
+
+def flag_is_off(write: Write, call: ast.Call, callee: FunctionNode | None) -> bool:
+    """Whether the call passes a falsy literal for the write's flag (or leaves
+    it at a falsy default)."""
+    if write.flag is None:
+        return False
+    for keyword in call.keywords:
+        if keyword.arg == write.flag:
+            return isinstance(keyword.value, ast.Constant) and not keyword.value.value
+    if callee is None:
+        return False
+    positional = [*callee.args.posonlyargs, *callee.args.args]
+    names = [a.arg for a in positional]
+    if write.flag in names and names.index(write.flag) < len(call.args):
+        value = call.args[names.index(write.flag)]
+        return isinstance(value, ast.Constant) and not value.value
+    defaults = dict(zip(names[len(names) - len(callee.args.defaults):], callee.args.defaults,
+                        strict=True))
+    defaults.update({a.arg: d for a, d in zip(callee.args.kwonlyargs, callee.args.kw_defaults,
+                                              strict=True) if d is not None})
+    default = defaults.get(write.flag)
+    return isinstance(default, ast.Constant) and not default.value
+
+
+def _def_in(module: ModuleInfo, qualname: str,
+            project: Project | None) -> tuple[FunctionNode, ModuleInfo] | None:
+    node = module.defs.get(qualname)
+    if node is None and module.partial and project is not None:
+        module = project.complete(module)  # the sparse parse may have left the def out
+        node = module.defs.get(qualname)
+    return (node, module) if node is not None else None
+
+
+def _parameters(node: FunctionNode) -> list[tuple[str, int | None]]:
+    """(name, position) of each parameter apply-style calls can bind."""
+    positional = [*node.args.posonlyargs, *node.args.args]
+    found: list[tuple[str, int | None]] = [(a.arg, i) for i, a in enumerate(positional)]
+    found += [(a.arg, None) for a in node.args.kwonlyargs]
+    return found
+
+
+def _is_kernel(node: FunctionNode) -> bool:
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = target.attr if isinstance(target, ast.Attribute) else \
+            target.id if isinstance(target, ast.Name) else ""
+        root = target
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if name in _KERNEL_DECORATORS and isinstance(root, ast.Name) and \
+                root.id in ("triton", "jit", "autotune", "heuristics"):
+            return True
+    return False
+
+
+def _kernel_writes(node: FunctionNode) -> tuple[Write, ...]:
+    """Pointer parameters whose addresses reach a store or an atomic."""
+    parameters = _parameters(node)
+    names = {name for name, _ in parameters}
+    derived: dict[str, set[str]] = {name: {name} for name in names}
+    assignments = [n for n in ast.walk(node) if isinstance(n, (ast.Assign, ast.AugAssign))]
+    for _ in range(len(assignments) + 1):  # to a fixed point: chains of rebindings
+        grew = False
+        for assignment in assignments:
+            sources = _address_sources(assignment.value, derived)
+            targets = assignment.targets if isinstance(assignment, ast.Assign) \
+                else [assignment.target]
+            for target in targets:
+                for name_node in ast.walk(target):
+                    if isinstance(name_node, ast.Name):
+                        known = derived.setdefault(name_node.id, set())
+                        if isinstance(assignment, ast.AugAssign):
+                            sources = sources | known
+                        if not sources <= known:
+                            known |= sources
+                            grew = True
+        if not grew:
+            break
+    constants = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                 if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
+    written = _stored(node.body, derived, constants)
+    return tuple(Write(position, name, True) for name, position in parameters
+                 if name in written and name not in constants)
+
+
+def _stored(body: list[ast.stmt], derived: dict[str, set[str]],
+            constants: set[str]) -> set[str]:
+    """Parameters stored into by these statements on every specialization: a
+    store under `if FLAG:` (a constexpr parameter) counts only when the else
+    branch stores there too (`PRECOMPUTED_LSE` kernels load instead)."""
+    written: set[str] = set()
+    for statement in body:
+        if isinstance(statement, ast.If) and any(
+                isinstance(n, ast.Name) and n.id in constants for n in ast.walk(statement.test)):
+            written |= _stored(statement.body, derived, constants) & \
+                _stored(statement.orelse, derived, constants)
+            continue
+        nested = [child for field in ("body", "orelse", "finalbody")
+                  for child in [getattr(statement, field, None)] if isinstance(child, list)]
+        for block in nested:
+            written |= _stored(block, derived, constants)
+        for handler in getattr(statement, "handlers", ()):
+            written |= _stored(handler.body, derived, constants)
+        own = [statement] if not nested else \
+            [getattr(statement, f) for f in ("test", "iter", "items") if hasattr(statement, f)]
+        for part in own:
+            for call in ast.walk(part) if isinstance(part, ast.AST) else ():
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                        call.func.attr in _TRITON_STORES and call.args:
+                    written |= _address_sources(call.args[0], derived)
+    return written
+
+
+def _address_sources(expr: ast.expr, derived: dict[str, set[str]]) -> set[str]:
+    """The parameters an address expression is built from: names and
+    arithmetic, through pointer-preserving calls; not through loads."""
+    if isinstance(expr, ast.Name):
+        return set(derived.get(expr.id, ()))
+    if isinstance(expr, ast.BinOp):
+        if not isinstance(expr.op, (ast.Add, ast.Sub)):
+            return set()  # `row * stride`: an offset, never an address
+        return _address_sources(expr.left, derived) | _address_sources(expr.right, derived)
+    if isinstance(expr, ast.Subscript):  # `ptr[None, :]`: still the address
+        return _address_sources(expr.value, derived)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+            expr.func.attr in _POINTER_CALLS:
+        if expr.func.attr == "to":  # `ptr.to(tl.pointer_type(...))`
+            return _address_sources(expr.func.value, derived)
+        base = next((k.value for k in expr.keywords if k.arg == "base"),
+                    expr.args[0] if expr.args else None)
+        return _address_sources(base, derived) if base is not None else set()
+    if isinstance(expr, ast.IfExp):
+        return _address_sources(expr.body, derived) | _address_sources(expr.orelse, derived)
+    return set()
