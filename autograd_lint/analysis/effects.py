@@ -31,6 +31,8 @@ from ..model import FunctionNode, ModuleInfo, Scope
 
 if TYPE_CHECKING:
     from ..project import Project
+    from .interpreter import Return
+    from .values import Value
 
 _TRITON_STORES = frozenset({"store", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
                             "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas"})
@@ -57,10 +59,28 @@ class Write:
 
 
 @dataclass(frozen=True)
+class Result:
+    """The parameters a function's result may be (or be a view of)."""
+
+    whole: frozenset[str] = frozenset()
+    # Per position, when every return is a tuple display of one length.
+    elements: tuple[frozenset[str], ...] | None = None
+    detached: bool = False  # every aliasing value returned is a `.detach()` of it
+
+
+@dataclass(frozen=True)
+class Effect:
+    writes: tuple[Write, ...] = ()
+    result: Result = Result()
+
+
+@dataclass(frozen=True)
 class Summary:
     callee: str  # as written at the call site, for messages
     kernel: bool
     writes: tuple[Write, ...]
+    result: Result = Result()
+    parameters: tuple[tuple[str, int | None], ...] = ()  # (name, position): binding args
 
 
 class Effects:
@@ -68,12 +88,20 @@ class Effects:
 
     def __init__(self, project: Project | None) -> None:
         self.project = project
-        self._done: dict[int, tuple[Write, ...]] = {}
+        self._done: dict[int, Effect] = {}
+        self._calls: dict[tuple[int, int], Summary | None] = {}
         self._running: set[int] = set()
 
     # -- call sites ------------------------------------------------------------
     def at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo) -> Summary | None:
         """The summary for a call (`helper(q, k)`, `kernel[grid](x, out)`), or None."""
+        # A call is met again in loop passes and in each interpretation of its method.
+        key = (id(call), id(module))
+        if key not in self._calls:
+            self._calls[key] = self._at_call(call, scope, module)
+        return self._calls[key]
+
+    def _at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo) -> Summary | None:
         func = call.func
         kernel_launch = isinstance(func, ast.Subscript)
         target = func.value if kernel_launch else func  # type: ignore[union-attr]
@@ -86,11 +114,12 @@ class Effects:
         kernel = _is_kernel(node)
         if kernel != kernel_launch:
             return None  # `kernel(x)` outside a launch, or `f[grid]` of a plain def
-        writes = tuple(w for w in self._summary(node, owner)
-                       if not flag_is_off(w, call, node))
-        if not writes:
+        effect = self._summary(node, owner)
+        writes = tuple(w for w in effect.writes if not flag_is_off(w, call, node))
+        if not writes and not effect.result.whole and not effect.result.elements:
             return None
-        return Summary(ast.unparse(target), kernel, writes)
+        return Summary(ast.unparse(target), kernel, writes, effect.result,
+                       tuple(_parameters(node)))
 
     def _callee(self, target: ast.Name | ast.Attribute, scope: Scope,
                 module: ModuleInfo) -> tuple[FunctionNode, ModuleInfo] | None:
@@ -117,21 +146,22 @@ class Effects:
         return None
 
     # -- summaries -------------------------------------------------------------
-    def _summary(self, node: FunctionNode, module: ModuleInfo) -> tuple[Write, ...]:
+    def _summary(self, node: FunctionNode, module: ModuleInfo) -> Effect:
         key = id(node)
         if key in self._done:
             return self._done[key]
         if key in self._running:
-            return ()  # recursion: the outer computation sees the rest
+            return Effect()  # recursion: the outer computation sees the rest
         self._running.add(key)
         try:
-            writes = _kernel_writes(node) if _is_kernel(node) else self._python_writes(node, module)
+            effect = Effect(_kernel_writes(node)) if _is_kernel(node) else \
+                self._python_effect(node, module)
         finally:
             self._running.discard(key)
-        self._done[key] = writes
-        return writes
+        self._done[key] = effect
+        return effect
 
-    def _python_writes(self, node: FunctionNode, module: ModuleInfo) -> tuple[Write, ...]:
+    def _python_effect(self, node: FunctionNode, module: ModuleInfo) -> Effect:
         from .interpreter import Interpreter, Mutation
         from .values import Value
 
@@ -150,8 +180,30 @@ class Effects:
                     certain, known_flag = changed.get(name, (False, flag))
                     changed[name] = (certain or mutation.certain_tensor,
                                      known_flag if known_flag == flag else None)
-        return tuple(Write(position, name, *changed[name])
-                     for name, position in parameters if name in changed)
+        writes = tuple(Write(position, name, *changed[name])
+                       for name, position in parameters if name in changed)
+        return Effect(writes, _result(facts.returns))
+
+
+def _result(returns: list[Return]) -> Result:
+    """Which parameters the returned value may alias (see `Result`)."""
+    def params(value: Value) -> frozenset[str]:
+        if value.seq and value.elems is None:
+            return frozenset()  # a list built from the arguments: not them
+        return frozenset(r[6:] for r in value.roots if r.startswith("param:"))
+
+    whole = frozenset().union(*(params(r.value) for r in returns)) if returns else frozenset()
+    lengths = {len(r.value.elems) if r.value.elems is not None and not r.value.is_list else -1
+               for r in returns}
+    elements = None
+    if returns and len(lengths) == 1 and -1 not in lengths:
+        count = lengths.pop()
+        elements = tuple(frozenset().union(*(params(r.value.elems[i]) for r in returns))
+                         for i in range(count))
+        if not any(elements):
+            elements = None
+    aliasing = [v for r in returns for v in (r.value.elems or (r.value,)) if params(v)]
+    return Result(whole, elements, bool(aliasing) and all(v.detached for v in aliasing))
 
 
 def _flag_guards(node: FunctionNode, parameters: set[str]) -> dict[int, str]:

@@ -23,7 +23,7 @@ from functools import reduce
 
 from ..model import ModuleInfo, Scope, collect_imports
 from . import torch_api as api
-from .effects import Effects
+from .effects import Effects, Summary
 from .values import (
     NONE,
     NONTENSOR,
@@ -240,6 +240,17 @@ def _widen(state: State) -> State:
     """Drop what can grow without bound across loop passes (tuple lengths)."""
     return State({k: replace(v, elems=None, literal=False, text=None, item=None)
                   for k, v in state.vars.items()}, dict(state.facts))
+
+
+def _bind(node: ast.Call, summary: Summary, args: list[Value],
+          kwargs: dict[str | None, Value]) -> dict[str, Value]:
+    """The call's argument values by the callee's parameter names."""
+    starred = next((i for i, a in enumerate(node.args) if isinstance(a, ast.Starred)),
+                   len(node.args))
+    bound = {name: args[position] for name, position in summary.parameters
+             if position is not None and position < starred}
+    bound.update({name: value for name, value in kwargs.items() if name is not None})
+    return bound
 
 
 def _taint(*values: Value) -> frozenset[str]:
@@ -968,9 +979,9 @@ class Interpreter:
             # just a keyword (`Context(out=out)`).
             out_node = next(kw.value for kw in node.keywords if kw.arg == "out")
             self._record(Mutation(node, out_node, kwargs["out"], "`out=`", True))
-        if self.effects is not None and receiver is None and not (
-                isinstance(func, ast.Name) and func.id in state.vars):
-            self._callee_writes(node, args, kwargs, state)
+        summary = self._callee_writes(node, args, kwargs, state) \
+            if self.effects is not None and receiver is None and not (
+                isinstance(func, ast.Name) and func.id in state.vars) else None
         if receiver is not None:
             assert isinstance(func, ast.Attribute)
             result = self._method_call(node, func, receiver, args, kwargs, state)
@@ -984,21 +995,43 @@ class Interpreter:
         else:
             result = UNKNOWN
             taint = _taint(*args, *kwargs.values())
+        if summary is not None:
+            result = self._aliased_result(node, summary, args, kwargs) or result
         return replace(result, taint=result.taint | taint)
 
+    def _aliased_result(self, node: ast.Call, summary: Summary, args: list[Value],
+                        kwargs: dict[str | None, Value]) -> Value | None:
+        """What a helper returns, when it may be (a view of) its arguments."""
+        bound = _bind(node, summary, args, kwargs)
+
+        def alias(names: frozenset[str]) -> Value:
+            roots = frozenset().union(*(bound[n].roots for n in names if n in bound)) \
+                if names else frozenset()
+            certain = any(bound[n].kind is Kind.TENSOR for n in names if n in bound)
+            return Value(Kind.TENSOR if certain else Kind.UNKNOWN, roots, view=bool(roots),
+                         detached=summary.result.detached)
+
+        if summary.result.elements is not None:
+            return Value(Kind.TENSORISH, frozenset(), tuple(alias(n)
+                                                           for n in summary.result.elements))
+        if summary.result.whole:
+            return alias(summary.result.whole)
+        return None
+
     def _callee_writes(self, node: ast.Call, args: list[Value],
-                       kwargs: dict[str | None, Value], state: State) -> None:
-        """A helper or kernel launch that changes its arguments in place."""
+                       kwargs: dict[str | None, Value], state: State) -> Summary | None:
+        """A helper or kernel launch that changes its arguments in place (its
+        summary, also for what it returns)."""
         if isinstance(node.func, ast.Subscript):
             root = node.func.value
             while isinstance(root, ast.Attribute):
                 root = root.value
             if not isinstance(root, ast.Name) or root.id in state.vars:
-                return  # a local: `fns[i](x)`, `kernels[k][grid](...)` stay opaque
+                return None  # a local: `fns[i](x)`, `kernels[k][grid](...)` stay opaque
         assert self.effects is not None
         summary = self.effects.at_call(node, self.scope, self.module)
         if summary is None:
-            return
+            return None
         positional = [a for a in node.args if not isinstance(a, ast.Starred)]
         if len(positional) != len(node.args):
             positional = node.args[:next(i for i, a in enumerate(node.args)
@@ -1015,6 +1048,7 @@ class Interpreter:
                    f"`{write.name}`)" if summary.kernel else
                    f"`{summary.callee}()` call (it changes its `{write.name}` in place)")
             self._record(Mutation(node, target, value, how, write.certain))
+        return summary
 
     def _builtin_call(self, node: ast.Call, name: str, args: list[Value], state: State) -> Value:
         found, _ = self.scope.lookup(name)
