@@ -260,10 +260,11 @@ def _project_context(named: list, plan: _Plan, seen: set[str]) -> list:
     Functions and bases the named ones import, and never reported (no rule
     is enabled for them). Only files the byte prefilter finds relevant are
     parsed, so this costs a scan of the tree."""
+    from .context import project_root
     from .engine import SourceInput
     from .files import iter_python_files
 
-    roots = {_project_root(os.path.abspath(i.path)) for i in named}
+    roots = {project_root(i.path) for i in named}
     context: list[SourceInput] = []
     for root in sorted(r for r in roots if r is not None):
         for found in iter_python_files(root, plan.excluded):
@@ -275,20 +276,6 @@ def _project_context(named: list, plan: _Plan, seen: set[str]) -> list:
     return context
 
 
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-
-
-def _project_root(path: str) -> str | None:
-    """The nearest folder above `path` that marks a project (None: no project,
-    then nothing beside the named files is read)."""
-    folder = os.path.dirname(path)
-    while True:
-        if any(os.path.exists(os.path.join(folder, marker)) for marker in PROJECT_MARKERS):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
 
 
 MAX_FIX_ROUNDS = 10  # fixes that overlap go in over several rounds

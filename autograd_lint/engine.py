@@ -18,7 +18,7 @@ import os
 import sys
 import tokenize
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -627,12 +627,14 @@ FUNCTION_WORD = "Function"
 
 def lint_source(source: str | bytes, path: str = "<string>",
                 codes: Iterable[str] | None = None, *, tree: ast.Module | None = None,
-                module_name: tuple[str, bool] | None = None) -> list[Finding]:
+                module_name: tuple[str, bool] | None = None,
+                context: Sequence[ModuleInfo] = ()) -> list[Finding]:
     """Check one module given as text (tests, editors, flake8/pylint adapters).
 
     tree: the module's syntax tree when the caller already parsed `source`
     (flake8 hands one over). module_name: (dotted name, is a package) when the
-    caller knows it better than the file's location does (pylint does)."""
+    caller knows it better than the file's location does (pylint does).
+    context: other modules of its project (read, never reported)."""
     enabled = frozenset(codes) if codes is not None else default_codes()
     if tree is None:
         if "AGF000" not in enabled and isinstance(source, str) and FUNCTION_WORD not in source:
@@ -643,13 +645,13 @@ def lint_source(source: str | bytes, path: str = "<string>",
     else:
         text = source if isinstance(source, str) else decode_source(source)
     assert tree is not None and text is not None
-    if FUNCTION_WORD not in text:
+    if FUNCTION_WORD not in text and not context:
         return []  # a lone module defines no Function without spelling the word
     if module_name is not None:
         module = build_module(path, module_name[0], module_name[1], tree, text)
     else:
         module = _module(path, path, tree, text)
-    findings = check_module(module, Project([module]), enabled)
+    findings = check_module(module, Project([module, *context]), enabled)
     return sort_findings(filter_findings(findings, text))
 
 

@@ -45,6 +45,11 @@ class AutogradLintServer(LanguageServer):
         from .config import ConfigFinder
 
         self.configs = ConfigFinder(Path.cwd())
+        from .context import BufferContext
+
+        # The rest of each buffer's project (Functions, bases), as the command
+        # line reads it for named files; kept parsed while unchanged on disk.
+        self.context = BufferContext()
 
 
 def codes_for(server: AutogradLintServer, path: str) -> frozenset[str]:
@@ -61,7 +66,8 @@ def lint_document(server: AutogradLintServer, uri: str) -> list[Finding]:
 
     document = server.workspace.get_text_document(uri)
     path = to_fs_path(uri) or uri
-    return lint_source(document.source, path, codes_for(server, path))
+    context = server.context.modules_for(path) if path.endswith(".py") else []
+    return lint_source(document.source, path, codes_for(server, path), context=context)
 
 
 def to_diagnostic(finding: Finding, lines: LineIndex) -> types.Diagnostic:

@@ -218,3 +218,28 @@ def test_a_bad_configuration_is_shown_once_and_the_server_stays_up(tmp_path: Pat
         assert session.messages.empty()  # the same error is not repeated
 
     run_session(tmp_path, body)
+
+
+def test_a_buffer_sees_the_functions_of_its_project(tmp_path: Path) -> None:
+    """`Cube()(x)` in the buffer is AGF105 although `Cube` is defined in
+    another file of the project; that file's own defect is not reported."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "fns.py").write_text(
+        "import torch\n\n\n"
+        "class Cube(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        ctx.x = x\n"  # AGF001 in fns.py: not this buffer's
+        "        return x ** 3\n\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, grad):\n"
+        "        return grad\n")
+    uri = (tmp_path / "use.py").as_uri()
+    source = "from fns import Cube\n\n\ndef cube(x):\n    return Cube()(x)\n"
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, source)
+        diagnostics = await session.next_diagnostics()
+        assert [(d.code, d.range.start.line) for d in diagnostics] == [("AGF105", 4)]
+
+    run_session(tmp_path, body)

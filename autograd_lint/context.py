@@ -1,0 +1,72 @@
+"""The project around named files or an editor buffer.
+
+pre-commit passes only the changed files and an editor lints one buffer, yet
+the Functions and bases those import live in other files. The project is the
+nearest folder above the file holding a marker (`pyproject.toml`, `setup.py`,
+`setup.cfg`, `.git`); its other files are read for what they define and are
+never reported.
+"""
+from __future__ import annotations
+
+import os
+
+from .model import ModuleInfo
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def project_root(path: str) -> str | None:
+    """The nearest folder above `path` that marks a project (None: no project,
+    then nothing beside the file itself is read)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while True:
+        if any(os.path.exists(os.path.join(folder, marker)) for marker in PROJECT_MARKERS):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+class BufferContext:
+    """For the language server: the other files of a buffer's project that
+    can define Functions (their bytes spell `Function`), parsed whole and
+    kept until the file changes on disk (its size or modification time)."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, tuple[tuple[int, int], ModuleInfo | None]] = {}
+
+    def modules_for(self, path: str) -> list[ModuleInfo]:
+        from .engine import FUNCTION_WORD, _module, parse_text
+        from .files import iter_python_files
+
+        root = project_root(path)
+        if root is None:
+            return []
+        here = os.path.normcase(os.path.abspath(path))
+        found: list[ModuleInfo] = []
+        for file in iter_python_files(root, lambda p, is_dir: False):
+            if os.path.normcase(os.path.abspath(file)) == here:
+                continue  # the buffer itself: its text is the editor's, not the disk's
+            try:
+                info = os.stat(file)
+            except OSError:
+                continue
+            stamp = (info.st_mtime_ns, info.st_size)
+            cached = self._parsed.get(file)
+            if cached is None or cached[0] != stamp:
+                module = None
+                try:
+                    with open(file, "rb") as handle:
+                        data = handle.read()
+                except OSError:
+                    data = b""
+                if FUNCTION_WORD.encode() in data:
+                    text, tree, _ = parse_text(file, data)
+                    if tree is not None and text is not None:
+                        module = _module(file, file, tree, text)
+                cached = (stamp, module)
+                self._parsed[file] = cached
+            if cached[1] is not None:
+                found.append(cached[1])
+        return found
