@@ -250,30 +250,10 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
         elif not (args.force_exclude and plan.excluded(path, False)):
             add(path, explicit=True)
     if inputs and all(i.explicit for i in inputs) and not args.no_project_context:
-        inputs += _project_context(inputs, plan, seen)
+        from .context import context_inputs
+
+        inputs += context_inputs(inputs, plan.excluded, seen)
     return inputs
-
-
-def _project_context(named: list, plan: _Plan, seen: set[str]) -> list:
-    """Files named alone (pre-commit passes only the changed ones) keep their
-    project: the other files under the project root are read for the
-    Functions and bases the named ones import, and never reported (no rule
-    is enabled for them). Only files the byte prefilter finds relevant are
-    parsed, so this costs a scan of the tree."""
-    from .context import project_root
-    from .engine import SourceInput
-    from .files import iter_python_files
-
-    roots = {project_root(i.path) for i in named}
-    context: list[SourceInput] = []
-    for root in sorted(r for r in roots if r is not None):
-        for found in iter_python_files(root, plan.excluded):
-            key = os.path.normpath(os.path.abspath(found))
-            if key not in seen:
-                seen.add(key)
-                context.append(SourceInput(found, os.path.relpath(found), frozenset(),
-                                           context=True))
-    return context
 
 
 

@@ -9,8 +9,13 @@ never reported.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .model import ModuleInfo
+
+if TYPE_CHECKING:
+    from .engine import SourceInput
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
@@ -26,6 +31,27 @@ def project_root(path: str) -> str | None:
         if parent == folder:
             return None
         folder = parent
+
+
+def context_inputs(named: Sequence[SourceInput], excluded: Callable[[str, bool], bool],
+                   seen: set[str]) -> list[SourceInput]:
+    """For the command line: the other files of the named files' projects, as
+    inputs with no rule enabled (read, never reported). Only the ones the
+    byte prefilter finds relevant are parsed, so this costs a scan of the
+    tree. `seen` holds the normalised paths already taken."""
+    from .engine import SourceInput
+    from .files import iter_python_files
+
+    roots = {project_root(i.path) for i in named}
+    context: list[SourceInput] = []
+    for root in sorted(r for r in roots if r is not None):
+        for found in iter_python_files(root, excluded):
+            key = os.path.normpath(os.path.abspath(found))
+            if key not in seen:
+                seen.add(key)
+                context.append(SourceInput(found, os.path.relpath(found), frozenset(),
+                                           context=True))
+    return context
 
 
 class BufferContext:

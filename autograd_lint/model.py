@@ -444,6 +444,13 @@ def _join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
+def parameter_defaults(node: FunctionNode) -> dict[str, ast.expr]:
+    """Default value of each positional parameter that has one."""
+    args = [*node.args.posonlyargs, *node.args.args]
+    defaults = node.args.defaults
+    return {a.arg: d for a, d in zip(args[len(args) - len(defaults):], defaults, strict=False)}
+
+
 def _all_args(args: ast.arguments) -> Iterator[ast.arg]:
     yield from args.posonlyargs
     yield from args.args

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
 from .analysis.torch_api import FUNCTION_BASES, SPECIAL_METHODS
-from .model import ClassInfo, FunctionNode, ModuleInfo
+from .model import ClassInfo, FunctionNode, ModuleInfo, parameter_defaults
 
 if TYPE_CHECKING:
     from .analysis.effects import Effects
@@ -56,11 +56,7 @@ class Method:
     @property
     def defaults(self) -> dict[str, ast.expr]:
         """Default value of each positional parameter that has one."""
-        if self.node is None:
-            return {}
-        args = [*self.node.args.posonlyargs, *self.node.args.args]
-        defaults = self.node.args.defaults
-        return {a.arg: d for a, d in zip(args[len(args) - len(defaults):], defaults, strict=False)}
+        return parameter_defaults(self.node) if self.node is not None else {}
 
     @property
     def vararg(self) -> ast.arg | None:

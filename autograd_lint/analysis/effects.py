@@ -27,7 +27,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..model import FunctionNode, ModuleInfo, Scope
+from ..model import FunctionNode, ModuleInfo, Scope, parameter_defaults
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -233,8 +233,7 @@ def flag_is_off(write: Write, call: ast.Call, callee: FunctionNode | None) -> bo
     if write.flag in names and names.index(write.flag) < len(call.args):
         value = call.args[names.index(write.flag)]
         return isinstance(value, ast.Constant) and not value.value
-    defaults = dict(zip(names[len(names) - len(callee.args.defaults):], callee.args.defaults,
-                        strict=True))
+    defaults = parameter_defaults(callee)
     defaults.update({a.arg: d for a, d in zip(callee.args.kwonlyargs, callee.args.kw_defaults,
                                               strict=True) if d is not None})
     default = defaults.get(write.flag)

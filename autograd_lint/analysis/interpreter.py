@@ -243,13 +243,15 @@ def _widen(state: State) -> State:
 
 
 def _bind(node: ast.Call, summary: Summary, args: list[Value],
-          kwargs: dict[str | None, Value]) -> dict[str, Value]:
-    """The call's argument values by the callee's parameter names."""
+          kwargs: dict[str | None, Value]) -> dict[str, tuple[ast.expr, Value]]:
+    """The call's arguments (expression, value) by the callee's parameter
+    names; positions after a `*args` are unknown."""
     starred = next((i for i, a in enumerate(node.args) if isinstance(a, ast.Starred)),
                    len(node.args))
-    bound = {name: args[position] for name, position in summary.parameters
+    bound = {name: (node.args[position], args[position])
+             for name, position in summary.parameters
              if position is not None and position < starred}
-    bound.update({name: value for name, value in kwargs.items() if name is not None})
+    bound.update({k.arg: (k.value, kwargs[k.arg]) for k in node.keywords if k.arg is not None})
     return bound
 
 
@@ -1002,7 +1004,7 @@ class Interpreter:
     def _aliased_result(self, node: ast.Call, summary: Summary, args: list[Value],
                         kwargs: dict[str | None, Value]) -> Value | None:
         """What a helper returns, when it may be (a view of) its arguments."""
-        bound = _bind(node, summary, args, kwargs)
+        bound = {name: value for name, (_, value) in _bind(node, summary, args, kwargs).items()}
 
         def alias(names: frozenset[str]) -> Value:
             roots = frozenset().union(*(bound[n].roots for n in names if n in bound)) \
@@ -1032,18 +1034,11 @@ class Interpreter:
         summary = self.effects.at_call(node, self.scope, self.module)
         if summary is None:
             return None
-        positional = [a for a in node.args if not isinstance(a, ast.Starred)]
-        if len(positional) != len(node.args):
-            positional = node.args[:next(i for i, a in enumerate(node.args)
-                                         if isinstance(a, ast.Starred))]
+        bound = _bind(node, summary, args, kwargs)
         for write in summary.writes:
-            if write.position is not None and write.position < len(positional):
-                target, value = positional[write.position], args[write.position]
-            elif write.name in kwargs:
-                target = next(k.value for k in node.keywords if k.arg == write.name)
-                value = kwargs[write.name]
-            else:
+            if write.name not in bound:
                 continue
+            target, value = bound[write.name]
             how = (f"`{summary.callee}[...]()` launch (the kernel stores into its "
                    f"`{write.name}`)" if summary.kernel else
                    f"`{summary.callee}()` call (it changes its `{write.name}` in place)")
@@ -1201,9 +1196,6 @@ class Interpreter:
             self._record(BackwardCall(node))
         if qualified in api.TENSOR_ARG_FUNCTIONS and args:
             self._evidence(args[0])
-        if qualified in api.ALL_TENSOR_ARGS_FUNCTIONS:
-            for value in args:
-                self._evidence(value)
         if qualified in api.TENSOR_ARGUMENTS_OF_FUNCTIONS:
             self._tensor_arguments(api.TENSOR_ARGUMENTS_OF_FUNCTIONS[qualified], args, kwargs)
         if qualified in api.TENSOR_SEQUENCE_FUNCTIONS and args and args[0].elems:

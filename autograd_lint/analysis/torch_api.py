@@ -235,11 +235,6 @@ TENSOR_ARG_FUNCTIONS = frozenset({
     "torch.nn.functional.dropout", "torch.nn.functional.pad",
     "torch.nn.functional.scaled_dot_product_attention",
 })
-# Functions where every positional tensor-position argument is a tensor.
-ALL_TENSOR_ARGS_FUNCTIONS = frozenset({
-    "torch.matmul", "torch.mm", "torch.bmm", "torch.nn.functional.linear",
-    "torch.addmm", "torch.baddbmm",
-})
 
 # Arguments that must be tensors (positions, keyword names): passing an input
 # there is evidence that it is one. Methods count only on a tensor receiver
@@ -269,6 +264,9 @@ TENSOR_ARGUMENTS_OF_FUNCTIONS: dict[str, tuple[int | str, ...]] = {
     "torch.scatter_reduce": (0, 2, 3, "input", "index", "src"),
     "torch.index_add": (0, 2, 3, "input", "index", "source"),
     "torch.masked_select": (0, 1, "input", "mask"), "torch.where": (0, "condition"),
+    "torch.matmul": (0, 1), "torch.mm": (0, 1), "torch.bmm": (0, 1),
+    "torch.nn.functional.linear": (0, 1, 2), "torch.addmm": (0, 1, 2),
+    "torch.baddbmm": (0, 1, 2),
     "torch.take": (0, 1), "torch.take_along_dim": (0, 1), "torch.outer": (0, 1),
     "torch.addcmul": (0, 1, 2), "torch.addcdiv": (0, 1, 2),
     "torch.nn.functional.embedding": (0, 1, "input", "weight"),

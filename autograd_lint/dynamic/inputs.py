@@ -352,7 +352,6 @@ class Synthesis:
         self.power_of_two = False  # a kernel takes only power-of-two sizes
         self.preferred: str | None = None  # the layout the shapes were learnt on
         self.generation = 0  # bumped by what is learnt: the layouts start over
-        self.tried: set[tuple[str, tuple[Any, ...]]] = set()
         self.count = 0
         self.demand_reader = DemandReader(cls.forward, [p.name for p in self.parameters])
 
@@ -434,7 +433,6 @@ class Synthesis:
             self._start_over(candidate.layout)
 
     def _start_over(self, layout: str | None) -> None:
-        self.tried.clear()
         self.preferred = layout or self.preferred
         self.generation += 1
 
@@ -489,10 +487,6 @@ class Synthesis:
     def _for_layout(self, layout: Layout) -> Iterator[Inputs]:
         values = [self._choices(p, layout) for p in self.parameters]
         for combination in itertools.islice(itertools.product(*values), MAX_PER_LAYOUT):
-            key = (layout.name, tuple(_key(c) for c in combination))
-            if key in self.tried:
-                continue
-            self.tried.add(key)
             yield self._build(layout, combination)
 
     def _choices(self, parameter: _Parameter, layout: Layout) -> list[Any]:
@@ -573,14 +567,6 @@ def float_tensor(shape: tuple[int, ...], position: int, device: torch.device) ->
     generator = torch.Generator().manual_seed(1000 * position + len(shape))
     values = torch.rand(tuple(shape), dtype=torch.float64, generator=generator) + 0.5
     return values.to(device).requires_grad_(True)
-
-
-def _key(choice: Any) -> Any:
-    try:
-        hash(choice)
-        return choice
-    except TypeError:
-        return repr(choice)
 
 
 def tensor_role(name: str) -> str:
