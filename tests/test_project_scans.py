@@ -284,3 +284,43 @@ def test_in_place_writes_of_imported_helpers_are_seen(tmp_path: Path, prefilter:
         ''')
     found = [(f.line, f.code) for f in lint_tree(tmp_path, {"AGF007"}, prefilter=prefilter)]
     assert found == [(11, "AGF007"), (12, "AGF007")]  # the two calls
+
+
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_imported_helpers_that_leave_autograd_are_seen(tmp_path: Path, prefilter: bool) -> None:
+    """AGF204 through a helper of another module (no Function in it): only
+    the call that passes the gradient, and a custom op's declared mutation."""
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/scaling.py", '''
+        import torch
+
+
+        def by_norm(t):
+            return t / t.norm().item()
+
+
+        @torch.library.custom_op("pkg::zero_into", mutates_args=("out",))
+        def zero_into(out: torch.Tensor) -> None:
+            out.zero_()
+        ''')
+    write(tmp_path, "pkg/ops.py", '''
+        import torch
+
+        from pkg.scaling import by_norm, zero_into
+
+
+        class Normed(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                ctx.save_for_backward(w)
+                return x * w
+
+            @staticmethod
+            def backward(ctx, grad):
+                (w,) = ctx.saved_tensors
+                zero_into(grad)
+                return by_norm(grad), by_norm(torch.ones(3))
+        ''')
+    found = [(f.line, f.code) for f in lint_tree(tmp_path, {"AGF204", "AGF006"},
+                                                 prefilter=prefilter)]
+    assert found == [(16, "AGF006"), (17, "AGF204")]

@@ -31,7 +31,7 @@ from ..model import FunctionNode, ModuleInfo, Scope, parameter_defaults
 
 if TYPE_CHECKING:
     from ..project import Project
-    from .interpreter import Return
+    from .interpreter import MethodFacts, Return
     from .values import Value
 
 _TRITON_STORES = frozenset({"store", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
@@ -69,9 +69,21 @@ class Result:
 
 
 @dataclass(frozen=True)
+class Leave:
+    """A parameter whose value leaves autograd on the way to the result
+    (`.item()`, `.numpy()`, `np.*`, a no_grad block; `.detach()` / `.data`
+    when `on_gradient`: those matter only for the incoming gradient itself)."""
+
+    name: str
+    how: str
+    on_gradient: bool = False
+
+
+@dataclass(frozen=True)
 class Effect:
     writes: tuple[Write, ...] = ()
     result: Result = Result()
+    leaves: tuple[Leave, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +93,7 @@ class Summary:
     writes: tuple[Write, ...]
     result: Result = Result()
     parameters: tuple[tuple[str, int | None], ...] = ()  # (name, position): binding args
+    leaves: tuple[Leave, ...] = ()
 
 
 class Effects:
@@ -91,6 +104,7 @@ class Effects:
         self._done: dict[int, Effect] = {}
         self._calls: dict[tuple[int, int], Summary | None] = {}
         self._running: set[int] = set()
+        self._ops: dict[int, dict[str, CustomOp]] = {}
 
     # -- call sites ------------------------------------------------------------
     def at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo) -> Summary | None:
@@ -107,6 +121,10 @@ class Effects:
         target = func.value if kernel_launch else func  # type: ignore[union-attr]
         if not isinstance(target, (ast.Name, ast.Attribute)):
             return None
+        if not kernel_launch:
+            qualified = scope.resolve(target)
+            if qualified is not None and qualified.startswith("torch.ops."):
+                return self._custom_op_call(target, qualified, module)
         found = self._callee(target, scope, module)
         if found is None:
             return None
@@ -116,10 +134,11 @@ class Effects:
             return None  # `kernel(x)` outside a launch, or `f[grid]` of a plain def
         effect = self._summary(node, owner)
         writes = tuple(w for w in effect.writes if not flag_is_off(w, call, node))
-        if not writes and not effect.result.whole and not effect.result.elements:
+        if not writes and not effect.result.whole and not effect.result.elements and \
+                not effect.leaves:
             return None
         return Summary(ast.unparse(target), kernel, writes, effect.result,
-                       tuple(_parameters(node)))
+                       tuple(_parameters(node)), effect.leaves)
 
     def _callee(self, target: ast.Name | ast.Attribute, scope: Scope,
                 module: ModuleInfo) -> tuple[FunctionNode, ModuleInfo] | None:
@@ -145,6 +164,23 @@ class Effects:
             return _def_in(owner, name[len(owner.module_name) + 1:], self.project)
         return None
 
+    def _custom_op_call(self, target: ast.expr, qualified: str,
+                        module: ModuleInfo) -> Summary | None:
+        """`torch.ops.ns.name(...)` of an op this module declares: the
+        arguments its `mutates_args` (or schema `Tensor(a!)`) name are written."""
+        key = id(module)
+        if key not in self._ops:
+            self._ops[key] = _custom_ops(module, self.project)
+        parts = qualified.split(".")
+        if len(parts) < 4:
+            return None
+        op = self._ops[key].get(f"{parts[2]}::{parts[3]}") or self._ops[key].get(f"::{parts[3]}")
+        if op is None or not op.mutated:
+            return None
+        writes = tuple(Write(position, name, True) for name, position in op.parameters
+                       if name in op.mutated)
+        return Summary(ast.unparse(target), False, writes, Result(), op.parameters)
+
     # -- summaries -------------------------------------------------------------
     def _summary(self, node: FunctionNode, module: ModuleInfo) -> Effect:
         key = id(node)
@@ -166,7 +202,10 @@ class Effects:
         from .values import Value
 
         parameters = _parameters(node)
-        initial = {name: Value(roots=frozenset({f"param:{name}"})) for name, _ in parameters}
+        # Each parameter is a root (for writes and aliases) and a taint (for
+        # what the result is computed from) of its own.
+        initial = {name: Value(roots=frozenset({f"param:{name}"}),
+                               taint=frozenset({f"param:{name}"})) for name, _ in parameters}
         inner = module.scopes.get(id(node))
         scope = inner.parent if inner is not None and inner.parent is not None else module.scope
         facts = Interpreter(module, scope, node, initial, effects=self).run()
@@ -180,9 +219,33 @@ class Effects:
                     certain, known_flag = changed.get(name, (False, flag))
                     changed[name] = (certain or mutation.certain_tensor,
                                      known_flag if known_flag == flag else None)
+        for name in _declared_mutations(node):  # a custom op's `mutates_args`
+            changed[name] = (True, None)
         writes = tuple(Write(position, name, *changed[name])
                        for name, position in parameters if name in changed)
-        return Effect(writes, _result(facts.returns))
+        return Effect(writes, _result(facts.returns), _leaves(node, facts, parameters))
+
+
+def _leaves(node: FunctionNode, facts: MethodFacts,
+            parameters: list[tuple[str, int | None]]) -> tuple[Leave, ...]:
+    """Parameters whose values leave autograd on the way to a returned value.
+    Not under a mode switch of the helper (`if quant_type == "truncated":`):
+    whether the caller's mode takes that branch is not known here."""
+    from .interpreter import LeftAutograd
+
+    switched = _mode_switched(node, {name for name, _ in parameters})
+    found: set[Leave] = set()
+    for event in facts.of(LeftAutograd):
+        if id(event.node) in switched:
+            continue
+        for ret in facts.returns:
+            if event.key not in ret.value.taint:
+                continue
+            names = event.params if event.params is not None else frozenset(
+                m[6:] for m in ret.value.taint if m.startswith("param:"))
+            found.update(Leave(name, event.how, event.on_gradient) for name in names)
+    order = {name: i for i, (name, _) in enumerate(parameters)}
+    return tuple(sorted(found, key=lambda leave: (order.get(leave.name, 0), leave.how)))
 
 
 def _result(returns: list[Return]) -> Result:
@@ -204,6 +267,137 @@ def _result(returns: list[Return]) -> Result:
             elements = None
     aliasing = [v for r in returns for v in (r.value.elems or (r.value,)) if params(v)]
     return Result(whole, elements, bool(aliasing) and all(v.detached for v in aliasing))
+
+
+# ---------------------------------------------------------------------------
+# Custom ops (torch.library): what they declare they mutate
+# ---------------------------------------------------------------------------
+_CUSTOM_OP_DECORATORS = frozenset({"custom_op", "triton_op"})
+
+
+@dataclass(frozen=True)
+class CustomOp:
+    parameters: tuple[tuple[str, int | None], ...]
+    mutated: frozenset[str]
+
+
+def _declared_mutations(node: FunctionNode) -> frozenset[str]:
+    """`@torch.library.custom_op("ns::op", mutates_args=("x",))`: {"x"}."""
+    for decorator in node.decorator_list:
+        if not isinstance(decorator, ast.Call):
+            continue
+        func = decorator.func
+        name = func.attr if isinstance(func, ast.Attribute) else \
+            func.id if isinstance(func, ast.Name) else ""
+        if name not in _CUSTOM_OP_DECORATORS:
+            continue
+        for keyword in decorator.keywords:
+            if keyword.arg == "mutates_args" and \
+                    isinstance(keyword.value, (ast.Tuple, ast.List, ast.Set)):
+                return frozenset(e.value for e in keyword.value.elts
+                                 if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return frozenset()
+
+
+def _custom_ops(module: ModuleInfo, project: Project | None) -> dict[str, CustomOp]:
+    """The ops a module declares, by "ns::name" ("::name" when a `lib.define`
+    leaves the namespace to its Library): decorated defs and schema strings."""
+    if "mutates_args" not in module.source and "!)" not in module.source:
+        return {}
+    if module.partial and project is not None:
+        module = project.complete(module)
+    ops: dict[str, CustomOp] = {}
+    for node in ast.walk(module.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            mutated = _declared_mutations(node)
+            op_name = _decorator_op_name(node)
+            if op_name is not None:
+                ops[op_name] = CustomOp(tuple(_parameters(node)), mutated)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "define":
+            strings = [a.value for a in node.args
+                       if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if len(strings) == 2:  # torch.library.define("ns::name", "(Tensor(a!) x) -> ()")
+                declared = _schema(strings[0] + strings[1])
+            elif len(strings) == 1:  # lib.define("name(Tensor(a!) x) -> ()")
+                declared = _schema(strings[0])
+            else:
+                continue
+            if declared is not None:
+                name, op = declared
+                ops[name if "::" in name else f"::{name}"] = op
+    return ops
+
+
+def _decorator_op_name(node: FunctionNode) -> str | None:
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call) and decorator.args and \
+                isinstance(decorator.args[0], ast.Constant) and \
+                isinstance(decorator.args[0].value, str) and "::" in decorator.args[0].value:
+            func = decorator.func
+            name = func.attr if isinstance(func, ast.Attribute) else \
+                func.id if isinstance(func, ast.Name) else ""
+            if name in _CUSTOM_OP_DECORATORS:
+                return decorator.args[0].value
+    return None
+
+
+def _schema(text: str) -> tuple[str, CustomOp] | None:
+    """"ns::name(Tensor(a!) x, Tensor y, *, int n=1) -> ()": the op's name,
+    its parameters and those annotated as written (`!`)."""
+    name, paren, rest = text.partition("(")
+    if not paren or "->" not in rest:
+        return None
+    name = name.strip().split(".")[0]  # an overload name ("name.out") is not part of the op
+    arguments = rest.rsplit("->", 1)[0].strip().removesuffix(")")
+    parameters: list[tuple[str, int | None]] = []
+    mutated: set[str] = set()
+    depth, current, pieces = 0, "", []
+    for char in arguments:
+        depth += char in "([" and 1 or 0
+        depth -= char in ")]" and 1 or 0
+        if char == "," and depth == 0:
+            pieces.append(current)
+            current = ""
+        else:
+            current += char
+    pieces.append(current)
+    keyword_only = False
+    for piece in (p.strip() for p in pieces):
+        if piece == "*":
+            keyword_only = True
+            continue
+        words = piece.split("=")[0].split()
+        if len(words) < 2:
+            continue
+        parameters.append((words[-1], None if keyword_only else len(parameters)))
+        if "!" in " ".join(words[:-1]):
+            mutated.add(words[-1])
+    return name, CustomOp(tuple(parameters), frozenset(mutated))
+
+
+def _mode_switched(node: FunctionNode, parameters: set[str]) -> set[int]:
+    """Nodes (by id) under an `if` that tests a parameter as a mode: `if flag:`,
+    `if not flag:`, `if mode == "x":`, `elif mode in ("a", "b"):`."""
+    def is_mode_test(test: ast.expr) -> bool:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        if isinstance(test, ast.Name):
+            return test.id in parameters
+        if isinstance(test, ast.BoolOp):
+            return any(is_mode_test(value) for value in test.values)
+        return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and \
+            test.left.id in parameters and \
+            all(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in test.ops) and \
+            all(isinstance(c, (ast.Constant, ast.Tuple, ast.List, ast.Set))
+                for c in test.comparators)
+
+    switched: set[int] = set()
+    for statement in ast.walk(node):
+        if isinstance(statement, ast.If) and is_mode_test(statement.test):
+            for child in [*statement.body, *statement.orelse]:
+                switched.update(id(inner) for inner in ast.walk(child))
+    return switched
 
 
 def _flag_guards(node: FunctionNode, parameters: set[str]) -> dict[int, str]:

@@ -140,6 +140,10 @@ class LeftAutograd:
     node: ast.AST
     how: str
     key: str
+    # When summarizing a helper (effects.py): the parameters whose values left
+    # autograd here; None for a no_grad block (whatever it computes from).
+    params: frozenset[str] | None = frozenset()
+    on_gradient: bool = False  # `.detach()` / `.data`: only of the gradient itself
 
 
 @dataclass
@@ -255,8 +259,48 @@ def _bind(node: ast.Call, summary: Summary, args: list[Value],
     return bound
 
 
+def _param_names(markers: frozenset[str]) -> frozenset[str]:
+    """The helper parameters named by `param:` roots or taint (effects.py)."""
+    return frozenset(m[6:] for m in markers if m.startswith("param:"))
+
+
+def _is_gradient(value: Value) -> bool:
+    """The incoming gradient (or, summarizing a helper, one of its parameters)."""
+    return any(r.startswith(("grad:", "param:")) for r in value.roots)
+
+
+def _carries_gradient(value: Value) -> bool:
+    """Computed from the gradient or a saved tensor (or, summarizing a helper,
+    from a parameter); integer tensors never carry a gradient."""
+    return not value.integral and bool(
+        value.taint & {FROM_GRAD, FROM_SAVED} or _param_names(value.taint))
+
+
 def _taint(*values: Value) -> frozenset[str]:
     return frozenset().union(*(v.taint for v in values)) if values else frozenset()
+
+
+def _method_taint(name: str, receiver: Value, args: list[Value],
+                  kwargs: dict[str | None, Value]) -> frozenset[str]:
+    """What `receiver.name(*args)` is computed from: values, not sizes."""
+    if name in api.METADATA_METHODS or name in api.FRESH_METHODS:
+        return frozenset()
+    if name in api.SHAPE_ARGUMENT_METHODS:
+        return receiver.taint
+    if name == "new_full":  # `new_full(size, fill_value)`
+        return _taint(*args[1:], *(v for k, v in kwargs.items() if k == "fill_value"))
+    return receiver.taint | _taint(*args, *kwargs.values())
+
+
+def _function_taint(qualified: str, args: list[Value],
+                    kwargs: dict[str | None, Value]) -> frozenset[str]:
+    if qualified in api.FRESH_FUNCTIONS:
+        return frozenset()
+    if qualified in api.FILL_FUNCTIONS:  # `full(size, fill_value)`, `full_like(x, fill_value)`
+        return _taint(*args[1:], *(v for k, v in kwargs.items() if k == "fill_value"))
+    if qualified in api.SHAPE_ARGUMENT_FUNCTIONS:
+        return args[0].taint if args else frozenset()
+    return _taint(*args, *kwargs.values())
 
 
 # ---------------------------------------------------------------------------
@@ -462,7 +506,7 @@ class Interpreter:
         if not grad_off:
             return self.block(node.body, state)
         key = self._marker("left", node)
-        self._record(LeftAutograd(node, "a `torch.no_grad()` block", key))
+        self._record(LeftAutograd(node, "a `torch.no_grad()` block", key, None))
         self._grad_off.append(key)
         try:
             return self.block(node.body, state)
@@ -907,7 +951,7 @@ class Interpreter:
             # tensors, masks or lists (advanced indexing) copies.
             advanced = _advanced_index(node.slice, index_value)
             return Value(Kind.TENSOR, frozenset() if advanced else base.roots,
-                         taint=base.taint | index_value.taint, view=not advanced,
+                         taint=base.taint, view=not advanced,  # indices carry no gradient
                          integral=base.integral, detached=base.detached and not advanced)
         if base.kind in (Kind.TENSORS, Kind.TENSORISH) or base.item is not None:
             return element_of(base)
@@ -928,15 +972,16 @@ class Interpreter:
         if attr != "grad":
             self._grad_uses(node, state, base)
         if attr in api.NON_TENSOR_ATTRIBUTES:
-            return replace(NONTENSOR, taint=base.taint)
+            return NONTENSOR  # sizes and dtypes carry no gradient
         if attr == "data":
             # Evidence as `.detach()` is, its safe fix (AGF008): the fix must
             # not make a new finding appear.
             self._evidence(base)
             taint = base.taint
-            if any(r.startswith("grad:") for r in base.roots):
+            if _is_gradient(base):
                 key = self._marker("left", node)
-                self._record(LeftAutograd(node, "`.data` of the gradient", key))
+                self._record(LeftAutograd(node, "`.data` of the gradient", key,
+                                          _param_names(base.roots), True))
                 taint = taint | {key}
             kind = Kind.TENSOR if base.kind.holds_tensor or base.roots else Kind.UNKNOWN
             return Value(kind, base.roots, taint=taint, view=True, detached=True)
@@ -987,19 +1032,41 @@ class Interpreter:
         if receiver is not None:
             assert isinstance(func, ast.Attribute)
             result = self._method_call(node, func, receiver, args, kwargs, state)
-            taint = receiver.taint | _taint(*args, *kwargs.values())
+            taint = _method_taint(func.attr, receiver, args, kwargs)
         elif qualified is not None:
             result = self._function_call(node, qualified, args, kwargs, state)
-            taint = _taint(*args, *kwargs.values())
+            taint = _function_taint(qualified, args, kwargs)
         elif isinstance(func, ast.Name) and func.id not in state.vars:
             result = self._builtin_call(node, func.id, args, state)
-            taint = _taint(*args, *kwargs.values())
+            taint = frozenset() if func.id in api.METADATA_BUILTINS \
+                and not self.scope.lookup(func.id)[0] else _taint(*args, *kwargs.values())
         else:
             result = UNKNOWN
             taint = _taint(*args, *kwargs.values())
         if summary is not None:
             result = self._aliased_result(node, summary, args, kwargs) or result
+            taint = taint | self._left_in_callee(node, summary, args, kwargs)
         return replace(result, taint=result.taint | taint)
+
+    def _left_in_callee(self, node: ast.Call, summary: Summary, args: list[Value],
+                        kwargs: dict[str | None, Value]) -> frozenset[str]:
+        """A helper whose result left autograd on a parameter (`.item()`, a
+        no_grad block): an event here when the gradient (or a saved tensor) is
+        what the call passes there."""
+        bound = _bind(node, summary, args, kwargs)
+        key = self._marker("left", node)
+        fired = False
+        for leave in summary.leaves:
+            if leave.name not in bound:
+                continue
+            value = bound[leave.name][1]
+            carries = _is_gradient(value) if leave.on_gradient else _carries_gradient(value)
+            if carries:
+                params = _param_names(value.roots if leave.on_gradient else value.taint)
+                self._record(LeftAutograd(node, f"{leave.how} inside `{summary.callee}()`", key,
+                                          params, leave.on_gradient))
+                fired = True
+        return frozenset({key}) if fired else frozenset()
 
     def _aliased_result(self, node: ast.Call, summary: Summary, args: list[Value],
                         kwargs: dict[str | None, Value]) -> Value | None:
@@ -1054,6 +1121,8 @@ class Interpreter:
             if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
                 self._record(CtxStore(node, attr.value, args[2], node.args[2]))
             return NONE
+        if name in ("float", "int") and len(args) == 1 and args[0].kind is Kind.TENSOR:
+            return self._leaving(node, f"`{name}()` of a tensor", args[0])
         if name in api.NON_TENSOR_BUILTINS:
             return NONTENSOR
         if name in api.SEQUENCE_BUILTINS:
@@ -1092,7 +1161,7 @@ class Interpreter:
         self._grad_uses(node, state, receiver)
         tensor_receiver = receiver.kind in (Kind.TENSOR, Kind.TENSORISH)
         if name in _LEAVING_METHODS:
-            return self._leaving(node, name, receiver)
+            return self._leaving(node, f"`.{name}()`", receiver)
         if name in api.NON_TENSOR_METHODS:
             return NONTENSOR
         if name in api.VIEW_SEQUENCE_METHODS:
@@ -1139,19 +1208,21 @@ class Interpreter:
 
     def _detach(self, node: ast.Call, receiver: Value) -> Value:
         taint = receiver.taint
-        if any(r.startswith("grad:") for r in receiver.roots):
+        if _is_gradient(receiver):
             key = self._marker("left", node)
-            self._record(LeftAutograd(node, "`.detach()` of the gradient", key))
+            self._record(LeftAutograd(node, "`.detach()` of the gradient", key,
+                                      _param_names(receiver.roots), True))
             taint = taint | {key}
         return Value(Kind.TENSOR, receiver.roots, view=True, detached=True, taint=taint,
                      integral=receiver.integral)
 
-    def _leaving(self, node: ast.Call, name: str, receiver: Value) -> Value:
-        """`.numpy()`, `.item()`, `.tolist()`: the result is outside autograd."""
+    def _leaving(self, node: ast.Call, how: str, receiver: Value) -> Value:
+        """`.numpy()`, `.item()`, `.tolist()`, `float(t)`: the result is
+        outside autograd (integer tensors never carry a gradient)."""
         taint = receiver.taint
-        if taint & {FROM_GRAD, FROM_SAVED}:
+        if _carries_gradient(receiver):
             key = self._marker("left", node)
-            self._record(LeftAutograd(node, f"`.{name}()`", key))
+            self._record(LeftAutograd(node, how, key, _param_names(taint)))
             taint = taint | {key}
         return Value(Kind.NONTENSOR, taint=taint)
 
@@ -1201,10 +1272,11 @@ class Interpreter:
         if qualified in api.TENSOR_SEQUENCE_FUNCTIONS and args and args[0].elems:
             for value in args[0].elems:
                 self._evidence(value)
-        if qualified.startswith("numpy.") and any(
-                v.taint & {FROM_GRAD, FROM_SAVED} for v in (*args, *kwargs.values())):
+        carrying = [v for v in (*args, *kwargs.values()) if _carries_gradient(v)]
+        if qualified.startswith("numpy.") and carrying:
             key = self._marker("left", node)
-            self._record(LeftAutograd(node, f"`{qualified.replace('numpy', 'np', 1)}()`", key))
+            self._record(LeftAutograd(node, f"`{qualified.replace('numpy', 'np', 1)}()`", key,
+                                      _param_names(_taint(*carrying))))
             return Value(Kind.UNKNOWN, taint=frozenset({key}))
         result = self._torch_result(node, qualified, last, args, kwargs)
         if result.kind in (Kind.TENSOR, Kind.TENSORISH) and not result.view and \

@@ -350,3 +350,32 @@ INTEGRAL_FUNCTIONS = frozenset({f"torch.{m}" for m in INTEGRAL_METHODS} | {
     "torch.searchsorted", "torch.randint", "torch.randperm", "torch.randint_like",
     "torch.tril_indices", "torch.triu_indices", "torch.unique",
 })
+
+# ---------------------------------------------------------------------------
+# What a result is computed from (taint, for AGF204/AGF214): values, not sizes
+# ---------------------------------------------------------------------------
+# A number read off a tensor (`.item()`, `int(t)`) that only sizes, shapes or
+# indexes something does not put the gradient outside autograd: these calls'
+# arguments are sizes, dims, dtypes or indices.
+METADATA_METHODS = NON_TENSOR_METHODS - {"item", "tolist", "numpy", "equal", "is_nonzero"}
+# The result keeps its receiver's values; the arguments only shape or index it.
+SHAPE_ARGUMENT_METHODS = VIEW_METHODS | VIEW_SEQUENCE_METHODS | frozenset({
+    "repeat", "tile", "roll", "flip", "fliplr", "flipud", "index_select", "gather",
+    "take_along_dim", "sum_to_size", "expand_as", "broadcast_to", "narrow_copy",
+})
+SHAPE_ARGUMENT_FUNCTIONS = VIEW_FUNCTIONS | VIEW_SEQUENCE_FUNCTIONS | frozenset({
+    "torch.roll", "torch.flip", "torch.tile", "torch.index_select", "torch.gather",
+    "torch.take_along_dim", "torch.broadcast_to",
+})
+# Fresh tensors whose values come from no argument (or only from a fill value,
+# the arguments after the first).
+FRESH_METHODS = frozenset({"new_empty", "new_zeros", "new_ones", "new_empty_strided"})
+FRESH_FUNCTIONS = frozenset({
+    "torch.empty", "torch.zeros", "torch.ones", "torch.empty_like", "torch.zeros_like",
+    "torch.ones_like", "torch.rand", "torch.randn", "torch.randint", "torch.rand_like",
+    "torch.randn_like", "torch.randint_like", "torch.randperm", "torch.arange",
+    "torch.eye", "torch.empty_strided", "torch.tril_indices", "torch.triu_indices",
+})
+FILL_FUNCTIONS = frozenset({"torch.full", "torch.full_like"})
+METADATA_BUILTINS = frozenset({"len", "isinstance", "issubclass", "hasattr", "callable",
+                               "id", "type", "range"})
