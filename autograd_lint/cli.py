@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from . import __version__
 from .config import (
@@ -77,10 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="lint files and directories",
                                 description="Lint Python files for autograd.Function bugs.")
-    check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
-    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
-                       help="output format: text, json, sarif (SARIF 2.1.0 for code "
-                            "scanning) or github (workflow annotations); default: text")
+    check.add_argument("paths", nargs="*", metavar="PATH",
+                       help="files or directories (default: .); `-` reads one file from stdin")
+    check.add_argument("--stdin-filename", metavar="PATH",
+                       help="with `-`: the path to show, and to find the configuration and "
+                            "project by")
+    check.add_argument("--format", "--output-format", dest="format", default="text",
+                       choices=("text", "full", "concise", "json", "sarif", "github"),
+                       help="output format: full (source line, caret, help), concise (one "
+                            "line per finding), text (full on a terminal, else concise), "
+                            "json, sarif (SARIF 2.1.0 for code scanning) or github "
+                            "(workflow annotations); default: text")
     check.add_argument("--select", type=_codes_arg, action="append", metavar="CODES",
                        help="rules to enable: codes, prefixes (AGF0) or ALL; replaces the default")
     check.add_argument("--extend-select", type=_codes_arg, action="append", metavar="CODES",
@@ -180,7 +187,7 @@ def _flatten(groups: list[list[str]] | None) -> list[str]:
 class _Plan:
     """Configuration for each file of a `check` run."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, err: TextIO) -> None:
         self.cwd = Path(os.getcwd())
         self.finder: ConfigFinder | None = None
         self.fixed: FileConfig | None = None
@@ -189,7 +196,8 @@ class _Plan:
         elif args.config:
             self.fixed = load_config_file(Path(args.config))
         else:
-            self.finder = ConfigFinder(self.cwd)
+            self.finder = ConfigFinder(
+                self.cwd, warn=lambda message: err.write(f"autograd-lint: warning: {message}\n"))
         select = _flatten(args.select) if args.select is not None else None
         self.cli = Selection(
             select=None if select is None else [validate_selector(s, "--select") for s in select],
@@ -200,6 +208,7 @@ class _Plan:
         self.exclude = _flatten(args.exclude) if args.exclude is not None else None
         self.extend_exclude = _flatten(args.extend_exclude)
         self._codes: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
+        self.temporary: Any = None  # the directory holding stdin's text, for `-`
 
     def config_for(self, path: str | Path, is_dir: bool | None = None) -> FileConfig:
         if self.fixed is not None:
@@ -229,9 +238,16 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
     from .files import iter_python_files
 
     raw = args.paths or ["."]
+    if "-" in raw:
+        return _stdin_inputs(args, plan)
+    if args.stdin_filename:
+        raise ConfigError("--stdin-filename is for `-` (reading the file from stdin)")
     for raw_path in raw:
         if not os.path.exists(raw_path):
             raise ConfigError(f"path not found: {raw_path}")
+        if not os.path.isdir(raw_path) and not os.path.isfile(raw_path):
+            # A FIFO or a device: reading it could wait forever.
+            raise ConfigError(f"not a regular file or directory: {raw_path}")
     inputs: list[SourceInput] = []
     seen: set[str] = set()
     here = os.getcwd()
@@ -258,16 +274,54 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
 
 
 
+def _stdin_inputs(args: argparse.Namespace, plan: _Plan) -> list:
+    """`-`: the source comes from stdin, as ruff reads it. It is kept in a
+    temporary file (removed with the plan) shown as --stdin-filename or `-`;
+    configuration and project context come from --stdin-filename's place."""
+    import tempfile
+
+    from .engine import SourceInput
+
+    if args.paths != ["-"]:
+        raise ConfigError("`-` reads one file from stdin: name no other path with it")
+    if args.fix:
+        raise ConfigError("--fix cannot write back to stdin; use --diff, or name the file")
+    shown = args.stdin_filename or "-"
+    plan.temporary = tempfile.TemporaryDirectory(prefix="autograd-lint-stdin-")
+    name = os.path.basename(args.stdin_filename or "") or "stdin.py"
+    path = os.path.join(plan.temporary.name, name)
+    with open(path, "wb") as handle:
+        handle.write(sys.stdin.buffer.read())
+    where = args.stdin_filename or os.path.join(os.getcwd(), "stdin.py")
+    inputs = [SourceInput(path, shown, plan.codes_for(where), explicit=True)]
+    if args.stdin_filename and not args.no_project_context:
+        from .context import context_inputs
+
+        # The file on disk under that name is the old text: not context.
+        seen = {os.path.normpath(os.path.abspath(args.stdin_filename))}
+        inputs += context_inputs([SourceInput(where, shown, frozenset())], plan.excluded, seen)
+    return inputs
+
+
 MAX_FIX_ROUNDS = 10  # fixes that overlap go in over several rounds
 
 
 def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
               keep: list[object] | None = None) -> int:
+    plan = _Plan(args, err)
+    try:
+        return _check(args, plan, out, err, keep)
+    finally:
+        if plan.temporary is not None:
+            plan.temporary.cleanup()
+
+
+def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
+           keep: list[object] | None) -> int:
     from .engine import lint_inputs
     from .lines import SourceLines
     from .output import fix_hint, render_statistics, render_text, statistics, summary_line
 
-    plan = _Plan(args)
     if args.baseline:
         from .baseline import read_baseline
 
@@ -276,7 +330,7 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
     paths = args.paths or ["."]
     scan_tree = any(os.path.isdir(p) for p in paths)
     cache = None
-    if not args.no_cache:
+    if not args.no_cache and paths != ["-"]:  # stdin's text has no file to key it by
         from .cache import Cache
 
         cache = Cache(_cache_directory(args, plan))
@@ -315,10 +369,13 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
         err.write(f"autograd-lint: wrote {len(findings)} finding"
                   f"{'' if len(findings) == 1 else 's'} to {args.write_baseline}\n")
         return EXIT_ERROR if result.errors else EXIT_CLEAN
+    hidden = 0
     if args.baseline:
         from .baseline import new_findings
 
+        before = len(findings)
         findings = new_findings(args.baseline, findings, lines)
+        hidden = before - len(findings)
     if args.format == "sarif":
         from .output import render_sarif
 
@@ -338,10 +395,15 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
     elif args.statistics:
         render_statistics(findings, out)
     else:
-        render_text(findings, out)
+        from .output import text_style
+
+        render_text(findings, out, lines, text_style(args.format, out))
         if not args.quiet:
             out.write(summary_line(findings, result.files_checked, fixed=fixed if args.fix
                                    else None) + "\n")
+            if args.baseline:
+                out.write(f"{hidden} finding{'' if hidden == 1 else 's'} hidden by the "
+                          f"baseline {args.baseline}.\n")
             hint = fix_hint(findings, unsafe=args.unsafe_fixes)
             if hint:
                 out.write(hint + "\n")
@@ -378,7 +440,7 @@ def _run_dynamic(args: argparse.Namespace, result: LintResult, plan: _Plan,
     options = DynamicOptions(
         device=args.device, timeout=args.timeout, jobs=args.jobs or os.cpu_count() or 1,
         memory_limit_mb=memory or None,
-        progress=args.format == "text" and err.isatty(),
+        progress=args.format in ("text", "full", "concise") and err.isatty(),
         triton_interpreter=not args.no_triton_interpreter, recording=recording or None)
     dynamic = run_dynamic(result.functions, plan.codes_for, options, err)
     static = confirm(result.findings, dynamic)
@@ -398,8 +460,15 @@ def _show_diff(args: argparse.Namespace, result: LintResult, paths: dict[str, st
     for path, message in result.errors:
         err.write(f"autograd-lint: error: {path}: {message}\n")
     if not args.quiet:
-        err.write(f"Would fix {count} finding{'' if count == 1 else 's'}.\n" if count
-                  else "No fixes available.\n")
+        unsafe = 0 if args.unsafe_fixes else sum(
+            1 for f in result.findings if f.fix is not None and not f.fix.safe)
+        more = f" ({unsafe} more with `--unsafe-fixes`)" if unsafe else ""
+        if count:
+            err.write(f"Would fix {count} finding{'' if count == 1 else 's'}{more}.\n")
+        elif unsafe:
+            err.write(f"No safe fixes available ({unsafe} with `--diff --unsafe-fixes`).\n")
+        else:
+            err.write("No fixes available.\n")
     if result.errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if count and not args.exit_zero else EXIT_CLEAN

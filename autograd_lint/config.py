@@ -5,12 +5,16 @@ adds to it, `ignore` removes from it; between a selector and an ignore that
 both match a rule, the more specific (longer) one wins, and an ignore wins a
 tie. The configuration file is one layer, the command line a second one on
 top of it.
+
+Rules that are off by default (the info rules) are opt-in, as ruff's preview
+rules are: only their exact code or `ALL` selects them, never a prefix, so
+`select = ["AGF"]` or `--extend-select AGF2` keeps them off.
 """
 from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,10 +48,12 @@ def _specificity(selector: str) -> int:
     return 0 if selector == "ALL" else len(selector)
 
 
-def _best_match(code: str, selectors: Iterable[str]) -> int:
+def _best_match(code: str, selectors: Iterable[str], *, opt_in: bool = False) -> int:
+    """The specificity of the most specific selector matching the code, or -1.
+    An opt-in rule is matched by its exact code or ALL only."""
     best = -1
     for selector in selectors:
-        if selector == "ALL" or code.startswith(selector):
+        if selector == "ALL" or selector == code or (code.startswith(selector) and not opt_in):
             best = max(best, _specificity(selector))
     return best
 
@@ -64,8 +70,8 @@ class Selection:
         selectors = [*(self.select or []), *self.extend_select]
         carried = current if self.select is None else frozenset()
         chosen: set[str] = set()
-        for code in RULES:
-            picked = _best_match(code, selectors)
+        for code, rule in RULES.items():
+            picked = _best_match(code, selectors, opt_in=not rule.default)
             dropped = _best_match(code, self.ignore)
             if dropped >= 0 and dropped >= picked:
                 continue
@@ -143,13 +149,14 @@ def _load_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
 
 def _string_list(value: Any, where: str) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
+    # A bare string is a mistake ruff rejects too: `select = "AGF006"`.
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
     return value
@@ -188,19 +195,51 @@ def parse_table(table: Any, source: Path) -> FileConfig:
 
 
 def load_config_file(path: Path) -> FileConfig:
-    """Read `[tool.autograd-lint]` from a pyproject.toml given explicitly."""
+    """Read a configuration given explicitly: `[tool.autograd-lint]` of a
+    pyproject.toml (whatever its file name: one with `[project]`, `[tool]` or
+    `[build-system]` is read as one), else the whole file is the table (an
+    `autograd-lint.toml`)."""
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     data = _load_toml(path)
-    table = data.get("tool", {}).get(CONFIG_TABLE, {}) if path.name == "pyproject.toml" else data
+    if path.name == "pyproject.toml" or _looks_like_pyproject(data):
+        table = _tool_table(data)
+        if table is None:
+            hint = " ([tool.autograd_lint] is misspelt: the table is " \
+                f"[tool.{CONFIG_TABLE}])" if _misspelt(data) else ""
+            raise ConfigError(f"{path}: no [tool.{CONFIG_TABLE}] table{hint}")
+    else:
+        table = data
     return parse_table(table, path.resolve())
+
+
+def _looks_like_pyproject(data: dict[str, Any]) -> bool:
+    return any(key in data for key in ("project", "tool", "build-system"))
+
+
+def _tool_table(data: dict[str, Any]) -> Any:
+    """`[tool.autograd-lint]`, or None."""
+    tool = data.get("tool", {})
+    return tool.get(CONFIG_TABLE) if isinstance(tool, dict) else None
+
+
+def _misspelt(data: dict[str, Any]) -> bool:
+    """`[tool.autograd_lint]` (or `autograd-linter`...) without our table."""
+    tool = data.get("tool", {})
+    return isinstance(tool, dict) and CONFIG_TABLE not in tool and any(
+        key.replace("_", "-").startswith(CONFIG_TABLE) for key in tool)
 
 
 class ConfigFinder:
     """Finds the nearest pyproject.toml with a `[tool.autograd-lint]` table."""
 
-    def __init__(self, fallback_root: Path) -> None:
+    def __init__(self, fallback_root: Path,
+                 warn: Callable[[str], None] | None = None) -> None:
+        self._warn = warn  # one line per misspelt table, as the search meets it
         self._cache: dict[Path, FileConfig | None] = {}
+        # Each pyproject.toml looked at (or looked for), with its (mtime, size)
+        # then: a long-lived caller (the language server) asks `stale()`.
+        self._consulted: dict[Path, tuple[int, int] | None] = {}
         self._by_directory: dict[str, FileConfig] = {}  # unresolved directory -> config
         self._fallback = FileConfig(root=fallback_root)
 
@@ -233,17 +272,35 @@ class ConfigFinder:
                 break
             visited.append(current)
             candidate = current / "pyproject.toml"
+            self._consulted[candidate] = _stamp(candidate)
             if candidate.is_file():
                 data = _load_toml(candidate)
-                tool = data.get("tool", {})
-                if isinstance(tool, dict) and CONFIG_TABLE in tool:
-                    result = parse_table(tool[CONFIG_TABLE], candidate)
+                table = _tool_table(data)
+                if table is not None:
+                    result = parse_table(table, candidate)
                     break
+                if self._warn is not None and _misspelt(data):
+                    self._warn(f"{candidate}: [tool.autograd_lint] is not read (the table "
+                               f"is [tool.{CONFIG_TABLE}])")
             parent = current.parent
             current = parent if parent != current else None
         for directory_seen in visited:
             self._cache[directory_seen] = result
         return result
+
+
+    def stale(self) -> bool:
+        """Whether a pyproject.toml this finder read (or found missing) has
+        changed, appeared or gone since."""
+        return any(_stamp(path) != stamp for path, stamp in self._consulted.items())
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
 
 
 def cwd() -> Path:

@@ -25,6 +25,13 @@ def read_page(code: str) -> str | None:
     return None
 
 
+def page_uri(code: str) -> str:
+    """`file:` URI of the page docs/rules/CODE.md of this install."""
+    locations = _page_locations(code)
+    found = next((location for location in locations if location.is_file()), locations[0])
+    return found.as_uri()
+
+
 def rule_page(rule: Rule) -> str:
     page = read_page(rule.code)
     if page is not None:

@@ -153,6 +153,9 @@ class ParsedFile:
 # ---------------------------------------------------------------------------
 def decode_source(data: bytes) -> str:
     """Decode like the interpreter does: BOM, then a coding cookie, then UTF-8."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise UnicodeError("it is UTF-16 or UTF-32 encoded (a byte order mark says so); "
+                           "Python source must be UTF-8 or declare its encoding")
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     return data.decode(encoding)
 
@@ -167,7 +170,7 @@ def syntax_finding(path: str, exc: BaseException) -> Finding:
         end_offset = getattr(exc, "end_offset", None)
         end_column = end_offset - 1 if end_offset and end_offset > 0 else None
         detail = f"{exc.msg or 'invalid syntax'} (parsed as Python {_PYTHON})"
-    elif isinstance(exc, (UnicodeDecodeError, LookupError)):
+    elif isinstance(exc, (UnicodeError, LookupError)):
         detail = f"cannot decode the file ({exc})"
     elif isinstance(exc, RecursionError):
         detail = "the code is nested too deeply for the parser"

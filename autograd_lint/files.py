@@ -25,9 +25,14 @@ def iter_python_files(root: str | os.PathLike[str],
     and hidden-tool directories. excluded(path, is_dir) decides user
     exclusions."""
     stack = [os.fspath(root)]
+    visited: set[tuple[int, int]] = set()  # each real directory once: symlink loops end
     while stack:
         directory = stack.pop()
         try:
+            status = os.stat(directory)
+            if (status.st_dev, status.st_ino) in visited:
+                continue
+            visited.add((status.st_dev, status.st_ino))
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
             continue

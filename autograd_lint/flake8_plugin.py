@@ -3,10 +3,10 @@
 Registered as a `flake8.extension` entry point with the prefix `AGF`. flake8
 hands over the tree it parsed, so nothing is parsed twice. A file is checked
 on its own (flake8 works file by file): project-level AGF301 never runs here,
-and a Function imported from another file is not resolved. Info rules are off
-unless selected, through flake8's default ignore list; as for any flake8
-default ignore, an explicit `--select AGF` selects them too (use
-`--select AGF0,AGF1,AGF2` or `extend-ignore = AGF202,AGF3` to keep them off).
+and a Function imported from another file is not resolved. Info rules are
+opt-in as in the command line: only their exact code in `--select` or
+`--extend-select` turns them on (`--extend-select AGF` does not), and they
+are in flake8's default ignore list too.
 """
 from __future__ import annotations
 
@@ -17,8 +17,17 @@ from typing import Any
 from . import __version__
 from .registry import all_rules
 
-# Off unless selected, like in the CLI (info rules).
+# Off unless selected by exact code, like in the CLI (info rules).
 DEFAULT_IGNORED = tuple(rule.code for rule in all_rules() if not rule.default)
+
+
+def _selected_opt_in(options: Any) -> frozenset[str]:
+    """The opt-in codes flake8's options name exactly (`--select AGF202`)."""
+    named: set[str] = set()
+    for attribute in ("select", "extend_select"):
+        for entry in getattr(options, attribute, None) or ():
+            named.update(part.strip().upper() for part in str(entry).split(","))
+    return frozenset(code for code in DEFAULT_IGNORED if code in named)
 
 
 class Flake8Checker:
@@ -31,9 +40,17 @@ class Flake8Checker:
         self.filename = filename
         self.lines = lines
 
+    # flake8 hands the options to the plugin class once per run (as pyflakes'
+    # checker reads its builtins): which opt-in rules were named exactly.
+    opt_in: frozenset[str] = frozenset()
+
     @classmethod
     def add_options(cls, parser: Any) -> None:
         parser.extend_default_ignore(list(DEFAULT_IGNORED))
+
+    @classmethod
+    def parse_options(cls, options: Any) -> None:
+        cls.opt_in = _selected_opt_in(options)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         source = "".join(self.lines) if self.lines is not None else ast.unparse(self.tree)
@@ -44,6 +61,8 @@ class Flake8Checker:
 
         # flake8 selects codes and applies its own line suppressions; lint_source
         # adds the file-level form. A tree in hand means no AGF000.
-        for finding in lint_source(source, self.filename, RULES, tree=self.tree):
+        codes = frozenset(code for code in RULES
+                          if code not in DEFAULT_IGNORED or code in self.opt_in)
+        for finding in lint_source(source, self.filename, codes, tree=self.tree):
             yield (finding.line, finding.column, f"{finding.code} {finding.message}",
                    type(self))

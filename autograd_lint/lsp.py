@@ -3,7 +3,13 @@
 Diagnostics on open, on change (debounced) and on save, from the same engine
 and `[tool.autograd-lint]` configuration as the command line, for the text in
 the editor (saved or not). Code actions: the rule's fix where one exists (safe
-fixes preferred) and "suppress with `# noqa: CODE`". A half-typed buffer is
+fixes preferred) and "suppress with `# noqa: CODE`", computed from the text
+the request sees and sent as edits of that document version (a request that
+arrives while a change waits for its debounce lints the new text first; a
+client need not echo diagnostics' `data`). Positions use the encoding the
+client and server agreed on (UTF-8, UTF-16 or UTF-32). A change to a
+pyproject.toml the configuration came from (or a new one nearer the file) is
+read at the next lint, and the other open files are linted again. A half-typed buffer is
 AGF000 at the error; an internal error on one buffer is logged and the server
 stays up. The dynamic mode never runs here: the server never imports or
 executes the code being edited.
@@ -14,14 +20,13 @@ import asyncio
 import logging
 import re
 from pathlib import Path
-from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from . import __version__
-from .findings import Finding, Fix
+from .findings import Finding
 from .lines import LineIndex
 
 DEBOUNCE_SECONDS = 0.3
@@ -40,7 +45,8 @@ class AutogradLintServer(LanguageServer):
         super().__init__("autograd-lint", __version__,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.pending: dict[str, asyncio.TimerHandle] = {}
-        self.findings: dict[str, list[Finding]] = {}  # by uri, for code actions
+        # By uri: the document version linted and its findings (code actions).
+        self.linted: dict[str, tuple[int | None, list[Finding]]] = {}
         self.reported_errors: set[str] = set()  # configuration errors already shown
         from .config import ConfigFinder
 
@@ -50,6 +56,22 @@ class AutogradLintServer(LanguageServer):
         # The rest of each buffer's project (Functions, bases), as the command
         # line reads it for named files; kept parsed while unchanged on disk.
         self.context = BufferContext()
+
+
+def position_encoding(server: AutogradLintServer) -> str:
+    try:
+        return str(server.workspace.position_encoding)
+    except Exception:  # before initialize: the protocol's default
+        return str(types.PositionEncodingKind.Utf16)
+
+
+def _column(lines: LineIndex, line: int, byte_column: int, encoding: str) -> int:
+    """An ast column (UTF-8 bytes) in the negotiated encoding's units."""
+    if encoding == types.PositionEncodingKind.Utf8:
+        return byte_column
+    if encoding == types.PositionEncodingKind.Utf32:
+        return lines.characters(line, byte_column)
+    return lines.utf16(line, byte_column)
 
 
 def codes_for(server: AutogradLintServer, path: str) -> frozenset[str]:
@@ -70,15 +92,14 @@ def lint_document(server: AutogradLintServer, uri: str) -> list[Finding]:
     return lint_source(document.source, path, codes_for(server, path), context=context)
 
 
-def to_diagnostic(finding: Finding, lines: LineIndex) -> types.Diagnostic:
+def to_diagnostic(finding: Finding, lines: LineIndex, encoding: str) -> types.Diagnostic:
     from .registry import RULES
 
-    start = _position(lines, finding.line, finding.column)
+    start = _position(lines, finding.line, finding.column, encoding)
     if finding.end_line is not None and finding.end_column is not None:
-        end = _position(lines, finding.end_line, finding.end_column)
+        end = _position(lines, finding.end_line, finding.end_column, encoding)
     else:  # to the end of the line
-        end = types.Position(start.line, lines.utf16(finding.line, len(lines.line(finding.line)
-                                                                      .encode("utf-8"))))
+        end = types.Position(start.line, _line_end(lines, finding.line, encoding))
     return types.Diagnostic(
         range=types.Range(start=start, end=end),
         message=finding.message,
@@ -90,14 +111,28 @@ def to_diagnostic(finding: Finding, lines: LineIndex) -> types.Diagnostic:
     )
 
 
-def _position(lines: LineIndex, line: int, byte_column: int) -> types.Position:
-    """An ast position (1-based line, UTF-8 bytes) in LSP terms (0-based, UTF-16)."""
-    return types.Position(line=max(line - 1, 0), character=lines.utf16(line, byte_column))
+def _position(lines: LineIndex, line: int, byte_column: int, encoding: str) -> types.Position:
+    """An ast position (1-based line, UTF-8 bytes) in LSP terms (0-based line,
+    the negotiated encoding's units)."""
+    return types.Position(line=max(line - 1, 0),
+                          character=_column(lines, line, byte_column, encoding))
+
+
+def _line_end(lines: LineIndex, line: int, encoding: str) -> int:
+    return _column(lines, line, len(lines.line(line).encode("utf-8")), encoding)
 
 
 def publish(server: AutogradLintServer, uri: str) -> None:
-    from .config import ConfigError
+    from .config import ConfigError, ConfigFinder
 
+    if server.configs.stale():  # a pyproject.toml was edited, added or removed
+        server.configs = ConfigFinder(Path.cwd())
+        server.reported_errors.clear()
+        for other in list(server.linted):
+            if other != uri:
+                schedule(server, other, 0)
+    document = server.workspace.get_text_document(uri)
+    version = document.version
     try:
         findings = lint_document(server, uri)
     except ConfigError as exc:  # the user's to fix: say so once, as the CLI would
@@ -110,10 +145,12 @@ def publish(server: AutogradLintServer, uri: str) -> None:
     except Exception:  # one buffer's internal error must not take the server down
         log.exception("autograd-lint failed on %s", uri)
         return
-    server.findings[uri] = findings
-    lines = LineIndex(server.workspace.get_text_document(uri).source)
+    server.linted[uri] = (version, findings)
+    lines = LineIndex(document.source)
+    encoding = position_encoding(server)
     server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-        uri=uri, diagnostics=[to_diagnostic(f, lines) for f in findings]))
+        uri=uri, version=version, diagnostics=[to_diagnostic(f, lines, encoding)
+                                               for f in findings]))
 
 
 def schedule(server: AutogradLintServer, uri: str, delay: float) -> None:
@@ -127,64 +164,91 @@ def schedule(server: AutogradLintServer, uri: str, delay: float) -> None:
 
 def code_actions(server: AutogradLintServer,
                  params: types.CodeActionParams) -> list[types.CodeAction]:
+    """Fixes and suppressions for the findings in the requested range, from
+    the findings of the text as it is now (linted again if it changed since),
+    as edits of this document version."""
     uri = params.text_document.uri
     document = server.workspace.get_text_document(uri)
+    linted = server.linted.get(uri)
+    if linted is None or linted[0] != document.version:
+        handle = server.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        publish(server, uri)
+        linted = server.linted.get(uri)
+        if linted is None:
+            return []
     lines = LineIndex(document.source)
+    encoding = position_encoding(server)
+    asked = {d.code for d in params.context.diagnostics if d.source == SOURCE}
+    versioned = _supports_document_changes(server)
     actions: list[types.CodeAction] = []
-    for diagnostic in params.context.diagnostics:
-        if diagnostic.source != SOURCE or not isinstance(diagnostic.code, str):
+    for finding in linted[1]:
+        diagnostic = to_diagnostic(finding, lines, encoding)
+        if not _overlaps(diagnostic.range, params.range) or (asked and finding.code not in asked):
             continue
-        code = diagnostic.code
-        fix = _fix_of(diagnostic)
-        if fix is not None:
+        if finding.fix is not None:
+            fix = finding.fix
             edits = [types.TextEdit(range=types.Range(
-                         start=_position(lines, e.line, e.column),
-                         end=_position(lines, e.end_line, e.end_column)),
+                         start=_position(lines, e.line, e.column, encoding),
+                         end=_position(lines, e.end_line, e.end_column, encoding)),
                          new_text=lines.indent(e.text, e.line))
                      for e in fix.edits]
             actions.append(types.CodeAction(
-                title=f"{fix.title} ({code})" + ("" if fix.safe else " [unsafe]"),
+                title=f"{fix.title} ({finding.code})" + ("" if fix.safe else " [unsafe]"),
                 kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
                 is_preferred=fix.safe,
-                edit=types.WorkspaceEdit(changes={uri: edits})))
-        actions.append(_suppression(uri, lines, diagnostic, code))
+                edit=_workspace_edit(uri, document.version, edits, versioned)))
+        suppression = _suppression(lines, diagnostic, finding.code, encoding)
+        actions.append(types.CodeAction(
+            title=f"Suppress {finding.code} on this line (# noqa)",
+            kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+            edit=_workspace_edit(uri, document.version, [suppression], versioned)))
     return actions
 
 
-def _fix_of(diagnostic: types.Diagnostic) -> Fix | None:
-    data: Any = diagnostic.data
-    if isinstance(data, dict) and data.get("fix"):
-        try:
-            return Fix.from_json(data["fix"])
-        except ValueError:
-            return None
-    return None
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    def key(position: types.Position) -> tuple[int, int]:
+        return position.line, position.character
+
+    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
 
 
-def _suppression(uri: str, lines: LineIndex, diagnostic: types.Diagnostic,
-                 code: str) -> types.CodeAction:
+def _supports_document_changes(server: AutogradLintServer) -> bool:
+    capabilities = getattr(server, "client_capabilities", None)
+    workspace = getattr(capabilities, "workspace", None)
+    edit = getattr(workspace, "workspace_edit", None)
+    return bool(getattr(edit, "document_changes", False))
+
+
+def _workspace_edit(uri: str, version: int | None, edits: list[types.TextEdit],
+                    versioned: bool) -> types.WorkspaceEdit:
+    """Edits of one document version where the client takes them (it then
+    refuses them if the text changed again), else plain `changes`."""
+    if versioned:
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri,
+                                                                         version=version),
+            edits=list(edits))])
+    return types.WorkspaceEdit(changes={uri: list(edits)})
+
+
+def _suppression(lines: LineIndex, diagnostic: types.Diagnostic, code: str,
+                 encoding: str) -> types.TextEdit:
     """`# noqa: CODE` at the end of the diagnostic's first line (added to an
     existing `# noqa: ...` list)."""
     line_number = diagnostic.range.start.line + 1
     text = lines.line(line_number)
-    width = lines.utf16(line_number, len(text.encode("utf-8")))
+    at_end = types.Position(line_number - 1, _line_end(lines, line_number, encoding))
     existing = _NOQA.search(text)
     if existing is not None and existing.group("codes"):
-        start = lines.utf16(line_number, len(text[:existing.end()].encode("utf-8")))
-        edit = types.TextEdit(range=types.Range(start=types.Position(line_number - 1, start),
-                                                end=types.Position(line_number - 1, start)),
-                              new_text=f", {code}")
-    elif existing is not None:  # a bare suppression comment already silences everything
-        edit = types.TextEdit(range=types.Range(start=types.Position(line_number - 1, width),
-                                                end=types.Position(line_number - 1, width)),
-                              new_text="")
-    else:
-        edit = types.TextEdit(range=types.Range(start=types.Position(line_number - 1, width),
-                                                end=types.Position(line_number - 1, width)),
-                              new_text=f"  # noqa: {code}")
-    return types.CodeAction(title=f"Suppress {code} on this line (# noqa)",
-                            kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-                            edit=types.WorkspaceEdit(changes={uri: [edit]}))
+        start = types.Position(line_number - 1, _column(
+            lines, line_number, len(text[:existing.end()].encode("utf-8")), encoding))
+        return types.TextEdit(range=types.Range(start=start, end=start), new_text=f", {code}")
+    if existing is not None:  # a bare suppression comment already silences everything
+        return types.TextEdit(range=types.Range(start=at_end, end=at_end), new_text="")
+    return types.TextEdit(range=types.Range(start=at_end, end=at_end),
+                          new_text=f"  # noqa: {code}")
 
 
 def build_server() -> AutogradLintServer:
@@ -208,7 +272,7 @@ def build_server() -> AutogradLintServer:
         handle = ls.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
-        ls.findings.pop(uri, None)
+        ls.linted.pop(uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri,
                                                                             diagnostics=[]))
 

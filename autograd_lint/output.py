@@ -3,20 +3,104 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 from urllib.parse import quote
 
 from .findings import Finding
 from .lines import SourceLines
-from .registry import DOCS_URL, RULES
+from .registry import RULES, Rule
 
 
-def render_text(findings: list[Finding], stream: TextIO) -> None:
-    """`path:line:col: CODE [name] message`, the column 1-based as ruff and
-    flake8 display it (so editors and terminals jump to the right place)."""
+@dataclass(frozen=True)
+class TextStyle:
+    """How text output looks: `full` (the source line, a caret under the
+    finding, the advice and the rule page, as ruff's `full`) or `concise`
+    (one line per finding); ANSI colour and OSC 8 links only for terminals."""
+
+    full: bool = False
+    color: bool = False
+    links: bool = False
+
+
+def text_style(name: str, stream: TextIO, environ: Mapping[str, str] = os.environ) -> TextStyle:
+    """`text` picks `full` on a terminal and `concise` elsewhere (pipes, CI
+    logs, editors reading lines). Colour on a terminal unless NO_COLOR is set;
+    FORCE_COLOR forces it (the conventions of no-color.org and force-color.org)."""
+    terminal = stream.isatty() if hasattr(stream, "isatty") else False
+    color = terminal and not environ.get("NO_COLOR")
+    if environ.get("FORCE_COLOR"):
+        color = True
+    full = name == "full" or (name == "text" and terminal)
+    # Hyperlinks where a terminal is known to show them (others print the URL).
+    links = color and terminal and bool(environ.get("WT_SESSION") or environ.get("VTE_VERSION")
+                                        or environ.get("TERM_PROGRAM") in _LINKING_TERMINALS
+                                        or environ.get("TERM") in ("xterm-kitty", "wezterm"))
+    return TextStyle(full=full, color=color, links=links)
+
+
+_LINKING_TERMINALS = frozenset({"iTerm.app", "WezTerm", "vscode", "ghostty", "Hyper"})
+_BOLD, _RED, _YELLOW, _CYAN, _BLUE, _DIM, _RESET = (
+    "\x1b[1m", "\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[34m", "\x1b[2m", "\x1b[0m")
+_SEVERITY_COLOR = {"error": _RED, "warning": _YELLOW, "info": _CYAN}
+
+
+def split_message(message: str) -> tuple[str, str | None]:
+    """A message's finding and its advice: `...cycle (a leak); save it with ...`."""
+    head, sep, advice = message.partition("; ")
+    return (head, advice) if sep and advice else (message, None)
+
+
+def render_text(findings: list[Finding], stream: TextIO, lines: SourceLines | None = None,
+                style: TextStyle = TextStyle()) -> None:
+    """`path:line:col: CODE [*] [name] message` per finding, the column
+    1-based and counted in characters as ruff and flake8 show it (so editors
+    and terminals jump to the right place); `[*]`: a safe fix exists. The
+    full style adds the source line, a caret, the advice and the rule page."""
+    lines = lines if lines is not None else SourceLines()
+
+    def paint(text: str, *codes: str) -> str:
+        return "".join(codes) + text + _RESET if style.color else text
+
     for f in findings:
-        stream.write(f"{f.path}:{f.line}:{f.column + 1}: {f.code} [{f.name}] {f.message}\n")
+        column = lines.character_column(f.path, f.line, f.column)
+        fixable = " [*]" if f.fix is not None and f.fix.safe else ""
+        code = paint(f.code, _BOLD, _SEVERITY_COLOR.get(f.severity, ""))
+        if style.links:
+            code = f"\x1b]8;;{RULES[f.code].url}\x1b\\{code}\x1b]8;;\x1b\\"
+        where = paint(f"{f.path}:{f.line}:{column + 1}:", _BOLD)
+        if not style.full:
+            stream.write(f"{where} {code}{fixable} [{f.name}] {f.message}\n")
+            continue
+        head, advice = split_message(f.message)
+        stream.write(f"{where} {code}{fixable} [{f.name}] {head}\n")
+        _write_source(stream, lines, f, column, paint)
+        if advice:
+            stream.write(f"  {paint('=', _BLUE)} {paint('help', _BOLD)}: {advice}\n")
+        if not style.links:
+            stream.write(f"  {paint('=', _BLUE)} {paint('docs', _BOLD)}: {RULES[f.code].url}\n")
+        stream.write("\n")
+
+
+def _write_source(stream: TextIO, lines: SourceLines, f: Finding, column: int,
+                  paint: Callable[..., str]) -> None:
+    """The finding's line, with carets under its first line's span."""
+    text = lines.line(f.path, f.line).rstrip("\r\n").expandtabs(1)
+    if not text.strip():
+        return
+    if f.end_line == f.line and f.end_column is not None:
+        end = lines.character_column(f.path, f.line, f.end_column)
+    else:
+        end = len(text)
+    width = max(end - column, 1)
+    number = str(f.line)
+    gutter = " " * len(number)
+    bar = paint("|", _BLUE)
+    stream.write(f"{gutter} {bar}\n{paint(number, _BLUE)} {bar} {text}\n")
+    marker = paint("^" * width + " " + f.code, _BOLD, _SEVERITY_COLOR.get(f.severity, ""))
+    stream.write(f"{gutter} {bar} {' ' * column}{marker}\n{gutter} {bar}\n")
 
 
 def summary_line(findings: list[Finding], files_checked: int, *,
@@ -75,6 +159,17 @@ _GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
+def _full_description(rule: Rule) -> str:
+    """The rule page's "What it does" section, as plain text (GitHub code
+    scanning requires a full description per rule)."""
+    from .docs import read_page
+
+    page = read_page(rule.code) or ""
+    section = page.partition("## What it does")[2].partition("\n## ")[0]
+    text = " ".join(section.split())
+    return text or rule.summary
+
+
 def sarif_log(findings: list[Finding], lines: SourceLines) -> dict[str, object]:
     """A SARIF 2.1.0 log: every rule in the driver's table (so code scanning
     shows names, help and severity), one result per finding."""
@@ -88,12 +183,13 @@ def sarif_log(findings: list[Finding], lines: SourceLines) -> dict[str, object]:
     driver = {
         "name": "autograd-lint",
         "version": __version__,
-        "informationUri": DOCS_URL,
+        # No informationUri/helpUri: the project is not published at a URL code
+        # scanning could open; each rule's page travels in `help.markdown`.
         "rules": [{
             "id": rule.code,
             "name": rule.name,
             "shortDescription": {"text": rule.summary},
-            "helpUri": rule.url,
+            "fullDescription": {"text": _full_description(rule)},
             "help": {"text": rule.summary, "markdown": rule_page(rule)},
             "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity],
                                      "enabled": rule.default},

@@ -9,9 +9,14 @@ the code, so it never changes when rules are added:
     AGF0xx -> x71xx    AGF1xx -> x72xx    AGF2xx -> x73xx    AGF3xx -> x74xx
 
 with the letter from the severity (E error, W warning, C info). AGF001 is
-E7101, AGF103 W7203. pylint reports syntax errors itself (AGF000 is not
-repeated) and lints file by file, so project-level AGF301 does not run here.
-Info rules are disabled until enabled (`--enable=builtin-reimplementation`).
+E7101, AGF103 W7203. AGF001 has two severities (error for an input or output
+kept on ctx, warning for an intermediate): its warnings are W7151
+`ctx-tensor-attribute-intermediate`, so pylint's category matches the command
+line's (each symbol is enabled and disabled on its own). A message's `obj`
+is where it is: `Class.method` of the Function, or the class. pylint reports
+syntax errors itself (AGF000 is not repeated) and lints file by file, so
+project-level AGF301 does not run here. Info rules are disabled until
+enabled (`--enable=builtin-reimplementation`).
 
 The rules are not written twice: each module's source (astroid keeps it) goes
 through the same engine as the command line, once per module for all four
@@ -38,22 +43,55 @@ _CHECKER_ID = {"0": "71", "1": "72", "2": "73", "3": "74"}
 NOT_IN_PYLINT = frozenset({"AGF000"}) | TREE_ONLY_CODES
 
 
-def message_id(rule: Rule) -> str:
-    """`AGF001` -> `E7101`."""
-    return f"{_LETTER[rule.severity]}{_CHECKER_ID[rule.code[3]]}{rule.code[4:]}"
+# Rules whose findings may be rated below the rule's severity: the symbol of
+# that rating's own message (its id: the code's number plus 50).
+SEVERITY_VARIANTS = {"AGF001": ("warning", "ctx-tensor-attribute-intermediate")}
+
+
+def message_id(rule: Rule, severity: str | None = None) -> str:
+    """`AGF001` -> `E7101` (as a warning: `W7151`)."""
+    if severity is None or severity == rule.severity:
+        return f"{_LETTER[rule.severity]}{_CHECKER_ID[rule.code[3]]}{rule.code[4:]}"
+    return f"{_LETTER[severity]}{_CHECKER_ID[rule.code[3]]}{int(rule.code[4:]) + 50:02d}"
+
+
+def symbol_for(finding: Finding) -> str:
+    variant = SEVERITY_VARIANTS.get(finding.code)
+    return variant[1] if variant is not None and finding.severity == variant[0] else finding.name
 
 
 def _messages(block: str) -> dict[str, tuple[str, str, str, dict[str, Any]]]:
-    return {
-        message_id(rule): (
-            "%s",
-            rule.name,
-            f"{rule.summary} ({rule.code}; see `autograd-lint rule {rule.code}` or {rule.url})",
-            {"scope": WarningScope.LINE, "default_enabled": rule.default},
-        )
-        for rule in all_rules()
-        if rule.code.startswith(f"AGF{block}") and rule.code not in NOT_IN_PYLINT
-    }
+    messages = {}
+    for rule in all_rules():
+        if not rule.code.startswith(f"AGF{block}") or rule.code in NOT_IN_PYLINT:
+            continue
+        about = f"{rule.summary} ({rule.code}; see `autograd-lint rule {rule.code}` or {rule.url})"
+        # NODE scope: the message carries its node (for `obj`) and its own line.
+        options = {"scope": WarningScope.NODE, "default_enabled": rule.default}
+        messages[message_id(rule)] = ("%s", rule.name, about, options)
+        if rule.code in SEVERITY_VARIANTS:
+            severity, symbol = SEVERITY_VARIANTS[rule.code]
+            messages[message_id(rule, severity)] = ("%s", symbol, f"{about}, rated {severity}",
+                                                    options)
+    return messages
+
+
+def _located(module: nodes.Module, finding: Finding) -> nodes.NodeNG:
+    """The Function class's method holding the finding (pylint's `obj`
+    becomes `Class.method`), else the class; the module outside a Function."""
+    from astroid import nodes as astroid_nodes
+
+    if finding.function is None:
+        return module
+    for cls in module.nodes_of_class(astroid_nodes.ClassDef):
+        if cls.name != finding.function or not (
+                cls.fromlineno <= finding.line <= (cls.tolineno or cls.fromlineno)):
+            continue
+        for method in cls.mymethods():
+            if method.fromlineno <= finding.line <= (method.tolineno or method.fromlineno):
+                return method
+        return cls
+    return module
 
 
 class ModuleFindings:
@@ -79,8 +117,9 @@ class ModuleFindings:
             data = stream.read()
         source = decode_source(data) if isinstance(data, bytes) else data
         codes = frozenset(code for code, rule in RULES.items()
-                          if code not in NOT_IN_PYLINT
-                          and self.linter.is_message_enabled(rule.name))
+                          if code not in NOT_IN_PYLINT and any(
+                              self.linter.is_message_enabled(symbol)
+                              for symbol in (rule.name, *SEVERITY_VARIANTS.get(code, ())[1:])))
         if not codes:
             return []
         path = node.file or node.name
@@ -104,7 +143,8 @@ class _AutogradLintChecker(BaseChecker):
         prefix = f"AGF{self.block}"
         for finding in self.shared.for_module(node):
             if finding.code.startswith(prefix):
-                self.add_message(finding.name, line=finding.line, col_offset=finding.column,
+                self.add_message(symbol_for(finding), line=finding.line,
+                                 node=_located(node, finding), col_offset=finding.column,
                                  end_lineno=finding.end_line, end_col_offset=finding.end_column,
                                  args=(finding.message,))
 

@@ -13,9 +13,6 @@ WARNING = "warning"
 INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)
 
-# Where the rule pages (docs/rules/CODE.md) are published; SARIF and editors link here.
-DOCS_URL = "https://github.com/autograd-lint/autograd-lint/blob/main/docs"
-
 # Rules with an automatic fix, and whether it is safe (`--fix`) or unsafe
 # (`--unsafe-fixes`); the checkers build the edits (autograd_lint/fixes.py).
 FIX_SAFETY: dict[str, str] = {
@@ -43,7 +40,11 @@ class Rule:
 
     @property
     def url(self) -> str:
-        return f"{DOCS_URL}/rules/{self.code}.md"
+        """The rule page this install ships (a `file:` URI: the project is not
+        published anywhere a link could point to); terminals and editors open it."""
+        from .docs import page_uri
+
+        return page_uri(self.code)
 
     @property
     def fix(self) -> str | None:

@@ -1,7 +1,9 @@
 """The `autograd-lint` command line: flags, formats, exit codes, configuration."""
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -287,3 +289,134 @@ def test_server_without_pygls_is_a_one_line_error(monkeypatch, capsys) -> None:
     code, out, err = run(capsys, "server")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "pip install 'autograd-lint[lsp]'" in err
+
+
+# -- inputs that are not plain files ------------------------------------------
+def test_a_symlink_loop_reports_each_file_once(tree: Path, capsys) -> None:
+    (tree / "pkg" / "up").symlink_to(tree, target_is_directory=True)
+    (tree / "pkg" / "again").symlink_to(tree / "pkg", target_is_directory=True)
+    code, out, err = run(capsys, "check", "--isolated", "--no-cache", "--format", "json", ".")
+    assert code == 1 and err == ""
+    paths = [f["path"] for f in json.loads(out) if f["code"] == "AGF001"]
+    assert paths == ["pkg/leaky.py"]
+
+
+def test_a_fifo_named_on_the_command_line_is_an_error_not_a_hang(tree: Path, capsys) -> None:
+    os.mkfifo(tree / "pipe.py")
+    code, out, err = run(capsys, "check", "--isolated", "--no-cache", "pipe.py")
+    assert code == 2 and out == ""
+    assert err == "autograd-lint: error: not a regular file or directory: pipe.py\n"
+    # In a directory scan it is not a Python file to read.
+    code, _, err = run(capsys, "check", "--isolated", "--no-cache", ".")
+    assert code == 1 and err == ""
+
+
+def test_stdin_with_and_without_a_filename(tree: Path, capsys, monkeypatch) -> None:
+    def from_stdin(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(LEAKY.encode())))
+        return run(capsys, "check", "--no-cache", "--format", "json", *args)
+
+    code, out, err = from_stdin("-")
+    assert code == 1 and err == "" and {f["path"] for f in json.loads(out)} == {"-"}
+    lines = {f["line"] for f in json.loads(out) if f["code"] == "AGF001"}
+    code, out, _ = from_stdin("-", "--stdin-filename", "pkg/leaky.py")
+    assert {f["path"] for f in json.loads(out)} == {"pkg/leaky.py"}
+    assert {f["line"] for f in json.loads(out) if f["code"] == "AGF001"} == lines
+    # The configuration is the one --stdin-filename's place would get.
+    (tree / "pkg" / "pyproject.toml").write_text('[tool.autograd-lint]\nselect = ["AGF008"]\n')
+    _, out, _ = from_stdin("-", "--stdin-filename", "pkg/leaky.py")
+    assert {f["code"] for f in json.loads(out)} == {"AGF008"}
+    assert run(capsys, "check", "-", "pkg")[0] == 2
+    code, _, err = run(capsys, "check", "--stdin-filename", "x.py", "pkg")
+    assert code == 2 and "--stdin-filename is for `-`" in err
+    code, _, err = from_stdin("-", "--fix")
+    assert code == 2 and "--fix cannot write back to stdin" in err
+
+
+def test_a_utf16_file_with_a_function_is_agf000_in_directory_scans(tree: Path, capsys) -> None:
+    (tree / "pkg" / "wide.py").write_bytes(LEAKY.encode("utf-16"))
+    code, out, _ = run(capsys, "check", "--isolated", "--no-cache", "--format", "json", ".")
+    [finding] = [f for f in json.loads(out) if f["path"] == "pkg/wide.py"]
+    assert code == 1 and finding["code"] == "AGF000" and "UTF-16" in finding["message"]
+
+
+# -- text formats ----------------------------------------------------------------
+def test_concise_is_one_line_per_finding_with_character_columns(tree: Path, capsys) -> None:
+    (tree / "pkg" / "wide.py").write_text("é = 1\n" + LEAKY.replace(
+        "        ctx.y = x.exp()", "        é = 1; ctx.y = x.exp()"), encoding="utf-8")
+    code, out, _ = run(capsys, "check", "--isolated", "--no-cache", "--format", "concise",
+                       "--select", "AGF001,AGF008", "pkg/wide.py")
+    [line] = [x for x in out.splitlines() if "AGF001" in x]
+    # `é = 1; ` is 7 characters (8 bytes): ctx starts at character 16, 1-based.
+    assert line.startswith("pkg/wide.py:8:16: AGF001 [ctx-tensor-attribute] `ctx.y` holds")
+    assert "\x1b[" not in out
+    fixable = [x for x in out.splitlines() if "AGF008" in x]
+    assert fixable and all(" AGF008 [*] [data-attribute] " in x for x in fixable)
+
+
+def test_full_shows_the_source_a_caret_help_and_the_rule_page(tree: Path, capsys) -> None:
+    code, out, _ = run(capsys, "check", "--isolated", "--no-cache", "--format", "full",
+                       "--select", "AGF001", "pkg/leaky.py")
+    lines = out.splitlines()
+    head = next(i for i, x in enumerate(lines) if " AGF001 " in x)
+    assert lines[head].endswith("checks and hooks")  # the advice moves to `help`
+    assert lines[head + 1:head + 5] == ["  |", "7 |         ctx.y = x.exp()",
+                                        "  |         ^^^^^^^^^^^^^^^ AGF001", "  |"]
+    assert lines[head + 5].startswith("  = help: save it with `ctx.save_for_backward(...)`")
+    assert lines[head + 6].startswith("  = docs: file://") and \
+        lines[head + 6].endswith("/AGF001.md")
+    assert Path(lines[head + 6].split("file://", 1)[1]).is_file()
+
+
+def test_colour_follows_the_terminal_and_the_environment() -> None:
+    from autograd_lint.output import text_style
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert text_style("text", Terminal(), {}).full and text_style("text", Terminal(), {}).color
+    assert not text_style("text", Terminal(), {"NO_COLOR": "1"}).color
+    assert not text_style("text", io.StringIO(), {}).full
+    assert not text_style("text", io.StringIO(), {}).color
+    assert text_style("concise", io.StringIO(), {"FORCE_COLOR": "1"}).color
+    assert text_style("full", Terminal(), {"TERM_PROGRAM": "WezTerm"}).links
+    assert not text_style("full", Terminal(), {"TERM_PROGRAM": "WezTerm", "NO_COLOR": "1"}).links
+
+
+def test_forced_colour_and_links_in_the_output(tree: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    _, out, _ = run(capsys, "check", "--isolated", "--no-cache", "--format", "concise",
+                    "--select", "AGF001", "pkg/leaky.py")
+    assert "\x1b[1m\x1b[33mAGF001\x1b[0m" in out  # a warning: yellow
+
+
+def test_diff_says_when_only_unsafe_fixes_exist(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ops.py").write_text(textwrap.dedent('''\
+        import torch
+
+
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                grad.mul_(2)
+                return grad
+        '''))
+    code, out, err = run(capsys, "check", "--isolated", "--no-cache", "--diff", "ops.py")
+    assert code == 0 and out == ""
+    assert err == "No safe fixes available (1 with `--diff --unsafe-fixes`).\n"
+    code, out, err = run(capsys, "check", "--isolated", "--no-cache", "--diff",
+                         "--unsafe-fixes", "ops.py")
+    assert code == 1 and "grad = grad.clone()" in out and err == "Would fix 1 finding.\n"
+
+
+def test_baseline_run_says_how_many_it_hid(tree: Path, capsys) -> None:
+    run(capsys, "check", "--isolated", "--no-cache", "--write-baseline", "base.json", "pkg")
+    code, out, _ = run(capsys, "check", "--isolated", "--no-cache", "--baseline", "base.json",
+                       "--format", "concise", "pkg")
+    assert code == 0 and out.splitlines()[-1] == "6 findings hidden by the baseline base.json."

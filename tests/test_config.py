@@ -101,7 +101,8 @@ def test_explicit_config_and_isolated(project: Path, capsys, tmp_path_factory) -
 
 @pytest.mark.parametrize(("body", "message"), [
     ('selct = ["AGF001"]\n', "unknown key 'selct'"),
-    ('select = "AGF9"\n', "unknown rule code or prefix 'AGF9'"),
+    ('select = ["AGF9"]\n', "unknown rule code or prefix 'AGF9'"),
+    ('select = "AGF006"\n', "expected a list of strings, got 'AGF006'"),
     ("select = 3\n", "expected a list of strings"),
     ('ignore = ["AGF001", 7]\n', "expected a list of strings"),
     ('per-file-ignores = ["x"]\n', "per-file-ignores: expected a table"),
@@ -115,6 +116,38 @@ def test_bad_configuration_is_one_line_exit_2(project: Path, capsys, body: str,
     assert code == 2 and findings == []
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert "pyproject.toml" in err and "Traceback" not in err
+
+
+def test_non_utf8_pyproject_names_the_file(project: Path, capsys) -> None:
+    (project / "pyproject.toml").write_bytes(
+        b"[tool.autograd-lint]\n# caf\xe9\nselect = [\"AGF001\"]\n")
+    code, findings, err = lint_json(capsys, ".")
+    assert code == 2 and findings == [] and len(err.strip().splitlines()) == 1
+    assert "pyproject.toml: invalid TOML: not UTF-8" in err and "internal error" not in err
+
+
+def test_underscore_table_is_a_warning_not_silence(project: Path, capsys) -> None:
+    (project / "pyproject.toml").write_text('[tool.autograd_lint]\nselect = ["AGF002"]\n')
+    code, findings, err = lint_json(capsys, ".")
+    _, defaults, _ = lint_json(capsys, ".", "--isolated")
+    assert code == 1 and findings == defaults  # the misspelt `select` is not applied
+    assert err.count("warning:") == 1 and "[tool.autograd_lint] is not read" in err
+    code, _, err = lint_json(capsys, ".", "--config", "pyproject.toml")
+    assert code == 2 and "no [tool.autograd-lint] table" in err and "misspelt" in err
+
+
+def test_config_option_reads_pyprojects_under_any_name(project: Path, capsys) -> None:
+    (project / "lint.toml").write_text(
+        '[project]\nname = "demo"\n\n[tool.autograd-lint]\nselect = ["AGF008"]\n')
+    code, findings, err = lint_json(capsys, "src", "--config", "lint.toml")
+    assert code == 1 and {f["code"] for f in findings} == {"AGF008"}, err
+    (project / "bare.toml").write_text('select = ["AGF101"]\n')  # an autograd-lint.toml
+    _, findings, _ = lint_json(capsys, "src", "--config", "bare.toml")
+    assert {f["code"] for f in findings} == {"AGF101"}
+    (project / "other.toml").write_text('[project]\nname = "demo"\n')
+    code, _, err = lint_json(capsys, "src", "--config", "other.toml")
+    assert code == 2 and "other.toml: no [tool.autograd-lint] table" in err
+    assert "unknown key" not in err
 
 
 def test_missing_config_file_is_exit_2(project: Path, capsys) -> None:
@@ -133,6 +166,31 @@ def test_more_specific_selector_wins_and_ignore_wins_ties() -> None:
     assert "AGF001" not in resolve_codes([Selection(select=["AGF001"], ignore=["AGF001"])])
     assert "AGF001" in resolve_codes([Selection(select=["ALL"], ignore=["AGF1"])])
     assert resolve_codes([Selection(select=["ALL"])]) == frozenset(RULES)
+
+
+def test_opt_in_rules_need_their_exact_code_or_all() -> None:
+    info = {c for c, r in RULES.items() if not r.default}
+    assert info == {"AGF202", "AGF302", "AGF303"}
+    for selectors in (["AGF"], ["AGF2"], ["AGF0", "AGF1", "AGF2", "AGF3"], ["AGF20"]):
+        assert not resolve_codes([Selection(select=selectors)]) & info, selectors
+        assert not resolve_codes([Selection(extend_select=selectors)]) & info, selectors
+    static_defaults = {c for c in default_codes() if c.startswith("AGF")}
+    assert resolve_codes([Selection(select=["AGF"])]) == static_defaults
+    assert resolve_codes([Selection(extend_select=["AGF202"])]) == default_codes() | {"AGF202"}
+    assert resolve_codes([Selection(select=["ALL"])]) >= info
+    # Once selected, a later prefix layer keeps it (extend) or drops it (select).
+    chosen = resolve_codes([Selection(extend_select=["AGF303"]), Selection(extend_select=["AGF3"])])
+    assert "AGF303" in chosen
+    assert "AGF303" not in resolve_codes([Selection(extend_select=["AGF303"]),
+                                          Selection(select=["AGF3"])])
+
+
+def test_readme_config_example_keeps_info_rules_off(project: Path, capsys) -> None:
+    write_config(project, 'select = ["AGF"]\n')
+    code, findings, _ = lint_json(capsys, "src")
+    assert code == 1 and not {f["code"] for f in findings} & {"AGF202", "AGF302", "AGF303"}
+    code, findings, _ = lint_json(capsys, "src", "--extend-select", "AGF0,AGF1,AGF2")
+    assert not {f["code"] for f in findings} & {"AGF202", "AGF302", "AGF303"}
 
 
 def test_layers_apply_in_order() -> None:

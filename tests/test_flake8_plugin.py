@@ -47,15 +47,14 @@ def test_findings_match_the_cli_with_flake8_columns(tmp_path: Path) -> None:
     (tmp_path / "ops.py").write_text(BUGGY)
     proc = flake8(tmp_path, "--select", "AGF", "ops.py")
     assert proc.returncode == 1, proc.stderr
-    # `--select AGF` names every AGF code, info rules included (flake8's rule:
-    # an explicit select beats a default ignore), as `--select ALL` does here.
+    # `--select AGF` is every rule but the opt-in (info) ones, as `--select AGF`
+    # is in the command line.
     cli = subprocess.run([sys.executable, "-m", "autograd_lint", "check", "--format", "json",
-                          "--isolated", "--no-cache", "--select", "ALL", "ops.py"],
+                          "--isolated", "--no-cache", "--select", "AGF", "ops.py"],
                          cwd=tmp_path, capture_output=True, text=True)
     expected = [(f["line"], f["column"] + 1, f["code"]) for f in json.loads(cli.stdout)]
     assert sorted(reported(proc)) == sorted(expected)
-    assert {code for _, _, code in expected} == {"AGF001", "AGF006", "AGF008", "AGF204",
-                                                 "AGF303"}
+    assert {code for _, _, code in expected} == {"AGF001", "AGF006", "AGF008", "AGF204"}
     # flake8's 1-based column points at `ctx.x` (5 spaces of indentation in the file).
     assert (7, 9, "AGF001") in reported(proc)
     assert "ops.py:7:9: AGF001 `ctx.x` holds" in proc.stdout
@@ -96,8 +95,14 @@ def test_info_rules_are_ignored_until_selected(tmp_path: Path) -> None:
     (tmp_path / "ops.py").write_text(BUGGY)
     quiet = flake8(tmp_path, "ops.py")
     assert "AGF303" not in quiet.stdout and "AGF001" in quiet.stdout
+    # Prefixes, as in the documented commands, keep them off.
+    for selectors in (("--extend-select", "AGF"), ("--select", "AGF"),
+                      ("--extend-select", "AGF0,AGF1,AGF2,AGF3")):
+        assert "AGF303" not in flake8(tmp_path, *selectors, "ops.py").stdout
     loud = flake8(tmp_path, "--extend-select", "AGF303", "ops.py")
     assert "AGF303" in loud.stdout
+    listed = flake8(tmp_path, "--select", "E9,AGF0,AGF303", "ops.py")
+    assert "AGF303" in listed.stdout and "AGF001" in listed.stdout
 
 
 def test_syntax_errors_are_flake8s_e999_only(tmp_path: Path) -> None:

@@ -49,7 +49,8 @@ class Session:
         return list(params.diagnostics)
 
 
-def run_session(root: Path, body: Callable[[Session], Awaitable[None]]) -> None:
+def run_session(root: Path, body: Callable[[Session], Awaitable[None]],
+                capabilities: types.ClientCapabilities | None = None) -> None:
     async def main() -> None:
         client = LanguageClient("test-client", "1")
         session = Session(client)
@@ -65,7 +66,8 @@ def run_session(root: Path, body: Callable[[Session], Awaitable[None]]) -> None:
         await client.start_io(sys.executable, "-m", "autograd_lint", "server", cwd=str(root))
         try:
             await client.initialize_async(types.InitializeParams(
-                capabilities=types.ClientCapabilities(), root_uri=root.as_uri()))
+                capabilities=capabilities or types.ClientCapabilities(),
+                root_uri=root.as_uri()))
             client.initialized(types.InitializedParams())
             await body(session)
             await client.shutdown_async(None)
@@ -241,5 +243,121 @@ def test_a_buffer_sees_the_functions_of_its_project(tmp_path: Path) -> None:
         open_document(session, uri, source)
         diagnostics = await session.next_diagnostics()
         assert [(d.code, d.range.start.line) for d in diagnostics] == [("AGF105", 4)]
+
+    run_session(tmp_path, body)
+
+
+# -- position encodings, versions, configuration ----------------------------------
+WIDE = BUGGY.replace("        ctx.x = x\n", "        s = \"héllo wörld 😀\"; y = x.data * 2\n"
+                                            "        ctx.x = x\n")
+
+
+def _client(encodings: list[str], document_changes: bool = False) -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        general=types.GeneralClientCapabilities(position_encodings=encodings),
+        workspace=types.WorkspaceClientCapabilities(
+            workspace_edit=types.WorkspaceEditClientCapabilities(
+                document_changes=document_changes)))
+
+
+def _apply(text: str, edits: list[types.TextEdit], unit: str) -> str:
+    """Apply edits whose columns count `unit`s: bytes (utf-8) or characters (utf-32)."""
+    lines = text.split("\n")
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character),
+                       reverse=True):
+        assert edit.range.start.line == edit.range.end.line
+        line = lines[edit.range.start.line]
+        if unit == "utf-8":
+            raw = line.encode("utf-8")
+            raw = raw[:edit.range.start.character] + edit.new_text.encode("utf-8") + \
+                raw[edit.range.end.character:]
+            lines[edit.range.start.line] = raw.decode("utf-8")
+        else:
+            lines[edit.range.start.line] = line[:edit.range.start.character] + \
+                edit.new_text + line[edit.range.end.character:]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-32"])
+def test_columns_and_fixes_follow_the_negotiated_encoding(tmp_path: Path, encoding: str) -> None:
+    """Neovim 0.10+ offers utf-8 first: columns and fix edits must be in it."""
+    uri = (tmp_path / "ops.py").as_uri()
+    line = WIDE.splitlines()[5]
+    data_at = line.index(".data")
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, WIDE)
+        diagnostics = await session.next_diagnostics()
+        [data] = [d for d in diagnostics if d.code == "AGF008"]
+        expected = len(line[:data_at].encode("utf-8")) if encoding == "utf-8" else data_at
+        # The diagnostic spans `x.data`.
+        assert data.range.start.character == expected - 1 and data.range.start.line == 5
+        actions = await session.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=data.range,
+            context=types.CodeActionContext(diagnostics=[data])))
+        [fix] = [a for a in actions if a.is_preferred]
+        fixed = _apply(WIDE, fix.edit.changes[uri], encoding)
+        assert fixed.splitlines()[5] == line.replace("x.data", "x.detach()")
+        [noqa] = [a for a in actions if "noqa" in a.title]
+        silenced = _apply(WIDE, noqa.edit.changes[uri], encoding)
+        assert silenced.splitlines()[5] == line + "  # noqa: AGF008"
+
+    run_session(tmp_path, body, _client([encoding, "utf-16"]))
+
+
+def test_fixes_during_the_debounce_use_the_new_text_and_its_version(tmp_path: Path) -> None:
+    uri = (tmp_path / "ops.py").as_uri()
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, BUGGY)
+        old = {d.code: d for d in await session.next_diagnostics()}
+        # Two lines inserted above; the code action comes before the debounce ends.
+        moved = BUGGY.replace("import torch\n", "import torch\nimport math\nimport os\n")
+        replace_all(session, uri, BUGGY, moved, 2)
+        actions = await session.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(12, 0), end=types.Position(12, 40)),
+            context=types.CodeActionContext(diagnostics=[old["AGF213"]])))
+        [fix] = [a for a in actions if a.is_preferred]
+        [change] = fix.edit.document_changes
+        assert change.text_document.version == 2
+        assert all(e.range.start.line == 12 for e in change.edits)
+        assert "(x,) = ctx.saved_tensors\n" in apply_edits(moved, change.edits)
+
+    run_session(tmp_path, body, _client(["utf-16"], document_changes=True))
+
+
+def test_clients_that_drop_diagnostic_data_still_get_fixes(tmp_path: Path) -> None:
+    uri = (tmp_path / "ops.py").as_uri()
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, BUGGY)
+        [rename] = [d for d in await session.next_diagnostics() if d.code == "AGF213"]
+        rename.data = None
+        actions = await session.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=rename.range,
+            context=types.CodeActionContext(diagnostics=[rename])))
+        assert [a.title for a in actions] == ["Use `saved_tensors` (AGF213)",
+                                              "Suppress AGF213 on this line (# noqa)"]
+
+    run_session(tmp_path, body)
+
+
+def test_configuration_changes_are_read_without_a_restart(tmp_path: Path) -> None:
+    uri = (tmp_path / "ops.py").as_uri()
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.autograd-lint]\nignore = ["AGF008"]\n')
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, BUGGY)
+        assert {d.code for d in await session.next_diagnostics()} == {
+            "AGF001", "AGF103", "AGF213"}
+        config.write_text('[tool.autograd-lint]\nselect = ["AGF001"]\n')
+        replace_all(session, uri, BUGGY, BUGGY + "\n", 2)
+        assert {d.code for d in await session.next_diagnostics()} == {"AGF001"}
+        config.unlink()  # back to the defaults
+        replace_all(session, uri, BUGGY + "\n", BUGGY, 3)
+        assert {d.code for d in await session.next_diagnostics()} == {
+            "AGF001", "AGF103", "AGF213"}
 
     run_session(tmp_path, body)

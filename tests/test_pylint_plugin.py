@@ -43,8 +43,9 @@ class TestCtxStateChecker(CheckerTestCase):
     def test_reports_the_engines_finding_at_its_range(self) -> None:
         module = astroid.parse(BUGGY, module_name="ops")
         [finding] = [f for f in lint_source(BUGGY, "ops.py") if f.code == "AGF001"]
+        forward = module["Leaky"]["forward"]  # pylint's `obj`: Leaky.forward
         with self.assertAddsMessages(MessageTest(
-                msg_id="ctx-tensor-attribute", line=7, args=(finding.message,),
+                msg_id="ctx-tensor-attribute", line=7, node=forward, args=(finding.message,),
                 col_offset=8, end_line=7, end_col_offset=17), ignore_position=False):
             self.checker.visit_module(module)
 
@@ -63,7 +64,8 @@ class TestStructureChecker(CheckerTestCase):
         module = astroid.parse(BUGGY, module_name="ops")
         [finding] = [f for f in lint_source(BUGGY, "ops.py") if f.code == "AGF103"]
         with self.assertAddsMessages(MessageTest(
-                msg_id="not-staticmethod", line=finding.line, args=(finding.message,),
+                msg_id="not-staticmethod", line=finding.line, node=module["Legacy"]["forward"],
+                args=(finding.message,),
                 col_offset=4, end_line=finding.line, end_col_offset=15),
                 ignore_position=False):
             self.checker.visit_module(module)
@@ -73,15 +75,19 @@ def test_message_ids_are_stable_and_in_the_external_range() -> None:
     seen: dict[str, str] = {}
     for checker in pylint_plugin.CHECKERS:
         for msgid, (template, symbol, _, options) in checker.msgs.items():
+            seen[symbol] = msgid
+            if symbol == "ctx-tensor-attribute-intermediate":
+                continue  # AGF001 rated a warning, below
             rule = RULES_BY_SYMBOL[symbol]
             assert re.fullmatch(r"[EWC](7[1-4])\d\d", msgid) and 51 <= int(msgid[1:3]) <= 99
             assert msgid[0] == {"error": "E", "warning": "W", "info": "C"}[rule.severity]
             assert msgid[3:] == rule.code[4:] and template == "%s"
             assert options["default_enabled"] is rule.default
-            seen[symbol] = msgid
     assert seen["ctx-tensor-attribute"] == "E7101" and seen["not-staticmethod"] == "W7203"
+    assert seen["ctx-tensor-attribute-intermediate"] == "W7151"
     static = {r.name for r in all_rules() if r.family != "dynamic"}
-    assert set(seen) == static - {"syntax-error", "no-gradcheck"}
+    assert set(seen) == static - {"syntax-error", "no-gradcheck"} | {
+        "ctx-tensor-attribute-intermediate"}
 
 
 RULES_BY_SYMBOL = {rule.name: rule for rule in RULES.values()}
@@ -108,6 +114,40 @@ def test_real_pylint_reports_symbols_and_honours_disable(tmp_path: Path) -> None
     (tmp_path / "ops.py").write_text(BUGGY.replace("ctx.x = x", "ctx.x = x  # noqa: AGF001"))
     noqa = pylint(tmp_path, "--disable=all", "--enable=ctx-tensor-attribute", "ops.py")
     assert noqa.returncode == 0, noqa.stdout
+
+
+def test_severity_and_obj_match_the_command_line(tmp_path: Path) -> None:
+    """AGF001 on an intermediate is a warning on the command line: W7151 in
+    pylint, not E7101; `obj` names the Function's method."""
+    (tmp_path / "ops.py").write_text(textwrap.dedent('''\
+        import torch
+
+
+        class Keep(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x: torch.Tensor):
+                y = x * 2
+                ctx.y = y
+                ctx.x = x
+                return y.sin()
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+        '''))
+    template = "--msg-template={line}:{msg_id}:{symbol}:{obj}"
+    proc = pylint(tmp_path, "--disable=all", "--enable=ctx-tensor-attribute,"
+                  "ctx-tensor-attribute-intermediate", template, "ops.py")
+    assert proc.stdout.split("\n", 1)[1].split() == [
+        "8:W7151:ctx-tensor-attribute-intermediate:Keep.forward",
+        "9:E7101:ctx-tensor-attribute:Keep.forward"]
+    only_errors = pylint(tmp_path, "--disable=all", "--enable=ctx-tensor-attribute", template,
+                         "ops.py")
+    assert "W7151" not in only_errors.stdout and "9:E7101" in only_errors.stdout
+    cli = subprocess.run([sys.executable, "-m", "autograd_lint", "check", "--isolated",
+                          "--no-cache", "--format", "json", "ops.py"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert '"severity": "warning"' in cli.stdout and '"severity": "error"' in cli.stdout
 
 
 def test_info_rules_need_enabling(tmp_path: Path) -> None:

@@ -32,3 +32,23 @@ def test_test_extra_pins_the_cpu_torch_build() -> None:
     assert '"torch==2.13.0"' in pyproject
     runtime = re.search(r"^dependencies = \[(.*?)\]", pyproject, re.S | re.M)
     assert runtime is not None and "torch" not in runtime.group(1)
+
+
+def test_readme_sample_output_is_the_real_output() -> None:
+    """The console sample at the top: its lines are what the command prints
+    (first lines, `...`, last lines), run as the README says."""
+    import subprocess
+    import sys
+
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```console\n\$ autograd-lint (check --format concise examples/)\n(.*?)```",
+                      text, re.S)
+    assert block is not None
+    sample = block.group(2).splitlines()
+    cut = sample.index("...")
+    proc = subprocess.run([sys.executable, "-m", "autograd_lint", *block.group(1).split(),
+                           "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    real = proc.stdout.splitlines()
+    assert real[:cut] == sample[:cut]
+    assert real[len(real) - (len(sample) - cut - 1):] == sample[cut + 1:]

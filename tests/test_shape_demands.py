@@ -113,6 +113,18 @@ def test_process_groups_are_a_one_process_group() -> None:
     assert "tp_group=<one-process group>" in candidate.describe()
 
 
+def test_a_group_defaulting_to_none_gets_a_group_of_its_own() -> None:
+    """`group=None` means the default group, which no check initialises."""
+    class Copy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, group=None):
+            return x.view_as(x)
+
+    candidate = next(iter(Synthesis(Copy, torch.device("cpu"))))
+    assert torch.distributed.get_world_size(candidate.args[1]) == 1
+    assert "group=<one-process group>" in candidate.describe()
+
+
 # -- end to end: the fixture's Good Functions get a verdict, Bad ones a finding ------
 @pytest.fixture(scope="module")
 def contracts() -> dict[str, set[str]]:

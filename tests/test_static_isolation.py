@@ -60,9 +60,11 @@ def victim(tmp_path: Path) -> tuple[Path, Path]:
 ENTRY_POINTS = {
     "cli": (["-m", "autograd_lint", "check"], 1, "AGF001"),
     "flake8": (["-m", "flake8", "--select", "AGF"], 1, "AGF001"),
-    # pylint's exit status is a bit mask: 2 = an error message was issued.
+    # pylint's exit status is a bit mask: 4 = a warning was issued (`ctx.x` holds
+    # an intermediate: AGF001 rated a warning).
     "pylint": (["-m", "pylint", "--load-plugins=autograd_lint.pylint_plugin", "--disable=all",
-                "--enable=ctx-tensor-attribute"], 2, "(ctx-tensor-attribute)"),
+                "--enable=ctx-tensor-attribute,ctx-tensor-attribute-intermediate"], 4,
+               "(ctx-tensor-attribute-intermediate)"),
 }
 
 

@@ -369,6 +369,10 @@ class Synthesis:
         if _STATE.search(name.lower()) and default in (None, parameter.empty) and \
                 not name.lower().startswith(_BOOL_PREFIXES):  # `output_final_state`: a flag
             return _Parameter(name, tensor_role(name), optional=True, none_first=True)
+        if default is None and not hinted and _names_a_group(name.lower()):
+            # `group=None` means the default group, which a check has not set
+            # up: a one-process group of its own instead.
+            return _Parameter(name, "value", [SINGLE_PROCESS_GROUP])
         if default is None:
             if hinted or name in TENSOR_NAMES or tensor_role(name) in ("labels", "mask"):
                 return _Parameter(name, tensor_role(name), optional=True)
@@ -617,12 +621,16 @@ def _shapes_in(error: str) -> list[tuple[str, tuple[int, ...]]]:
     return found
 
 
+def _names_a_group(lowered: str) -> bool:
+    return lowered in GROUP_NAMES or lowered.endswith(("_group", "_pg"))
+
+
 def _classify(name: str) -> list[Any] | None:
     """Candidates from the shape of a parameter's name, or None (a tensor)."""
     lowered = name.lower()
     if lowered in CALLABLE_NAMES or lowered.endswith(("_fn", "_func", "_function", "_hook")):
         raise Unsynthesizable(f"`{name}` looks like a callable")
-    if lowered in GROUP_NAMES or lowered.endswith(("_group", "_pg")):
+    if _names_a_group(lowered):
         return [SINGLE_PROCESS_GROUP]
     if lowered in OBJECT_NAMES or lowered.endswith(("_module", "_config", "_model")):
         raise Unsynthesizable(f"`{name}` looks like an object, not a tensor")
