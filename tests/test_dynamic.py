@@ -544,3 +544,15 @@ def test_torch_legacy_cross_map_lrn_backward_disagrees_with_its_forward() -> Non
     assert codes["SyncBatchNorm"] == {"AGD900"}
     message = next(f["message"] for f in findings if f["code"] == "AGD001")
     assert "in float64" in message and "max abs error 0.000" in message
+
+
+def test_the_clean_example_is_clean_dynamically_too() -> None:
+    """examples/clean_reference.py says autograd-lint reports nothing there,
+    `--dynamic` included (double backward too; an all-reduce with the
+    default `group=None`), and its own gradchecks pass."""
+    code, findings, err = dynamic("--device", "cpu", "examples/clean_reference.py")
+    assert (code, findings) == (0, []), err[-2000:]
+    proc = subprocess.run([sys.executable, "examples/clean_reference.py"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "gradcheck and gradgradcheck pass" in proc.stdout, \
+        proc.stderr[-2000:]
