@@ -57,23 +57,45 @@ def context_inputs(named: Sequence[SourceInput], excluded: Callable[[str, bool],
 class BufferContext:
     """For the language server: the other files of a buffer's project that
     can define Functions (their bytes spell `Function`), parsed whole and
-    kept until the file changes on disk (its size or modification time)."""
+    kept until the file changes on disk (its size or modification time).
 
-    def __init__(self) -> None:
+    The project's folders are walked (and its files' stamps read) at most once
+    every `refresh_seconds` per project, not on every keystroke's lint; a save
+    in the editor (`forget`) makes the next lint walk again."""
+
+    def __init__(self, refresh_seconds: float = 2.0,
+                 clock: Callable[[], float] | None = None) -> None:
+        import time
+
         self._parsed: dict[str, tuple[tuple[int, int], ModuleInfo | None]] = {}
+        self._walked: dict[str, tuple[float, list[tuple[str, ModuleInfo]]]] = {}
+        self._refresh = refresh_seconds
+        self._clock = clock or time.monotonic
+
+    def forget(self) -> None:
+        """Files on disk may have changed (a save): walk again next time."""
+        self._walked.clear()
 
     def modules_for(self, path: str) -> list[ModuleInfo]:
-        from .engine import FUNCTION_WORD, _module, parse_text
-        from .files import iter_python_files
-
         root = project_root(path)
         if root is None:
             return []
+        now = self._clock()
+        walked = self._walked.get(root)
+        if walked is None or now - walked[0] >= self._refresh:
+            walked = (now, self._walk(root))
+            self._walked[root] = walked
         here = os.path.normcase(os.path.abspath(path))
-        found: list[ModuleInfo] = []
+        # The buffer itself: its text is the editor's, not the disk's.
+        return [module for file, module in walked[1]
+                if os.path.normcase(os.path.abspath(file)) != here]
+
+    def _walk(self, root: str) -> list[tuple[str, ModuleInfo]]:
+        from .engine import FUNCTION_WORD, _module, parse_text
+        from .files import iter_python_files
+
+        found: list[tuple[str, ModuleInfo]] = []
         for file in iter_python_files(root, lambda p, is_dir: False):
-            if os.path.normcase(os.path.abspath(file)) == here:
-                continue  # the buffer itself: its text is the editor's, not the disk's
             try:
                 info = os.stat(file)
             except OSError:
@@ -94,5 +116,5 @@ class BufferContext:
                 cached = (stamp, module)
                 self._parsed[file] = cached
             if cached[1] is not None:
-                found.append(cached[1])
+                found.append((file, cached[1]))
         return found

@@ -264,6 +264,7 @@ def build_server() -> AutogradLintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AutogradLintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.context.forget()  # the disk changed: the project is read again
         schedule(ls, params.text_document.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
