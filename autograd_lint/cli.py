@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from . import __version__
 from .config import (
@@ -33,6 +33,8 @@ from .config import (
 )
 
 if TYPE_CHECKING:  # the engine loads only when a check runs
+    import tempfile
+
     from .engine import LintResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -208,7 +210,8 @@ class _Plan:
         self.exclude = _flatten(args.exclude) if args.exclude is not None else None
         self.extend_exclude = _flatten(args.extend_exclude)
         self._codes: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
-        self.temporary: Any = None  # the directory holding stdin's text, for `-`
+        # The directory holding stdin's text, for `-`.
+        self.temporary: tempfile.TemporaryDirectory[str] | None = None
 
     def config_for(self, path: str | Path, is_dir: bool | None = None) -> FileConfig:
         if self.fixed is not None:
@@ -373,9 +376,8 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
     if args.baseline:
         from .baseline import new_findings
 
-        before = len(findings)
-        findings = new_findings(args.baseline, findings, lines)
-        hidden = before - len(findings)
+        kept = new_findings(args.baseline, findings, lines)
+        hidden, findings = len(findings) - len(kept), kept
     if args.format == "sarif":
         from .output import render_sarif
 
@@ -460,8 +462,9 @@ def _show_diff(args: argparse.Namespace, result: LintResult, paths: dict[str, st
     for path, message in result.errors:
         err.write(f"autograd-lint: error: {path}: {message}\n")
     if not args.quiet:
-        unsafe = 0 if args.unsafe_fixes else sum(
-            1 for f in result.findings if f.fix is not None and not f.fix.safe)
+        from .output import fix_counts
+
+        unsafe = 0 if args.unsafe_fixes else fix_counts(result.findings)[1]
         more = f" ({unsafe} more with `--unsafe-fixes`)" if unsafe else ""
         if count:
             err.write(f"Would fix {count} finding{'' if count == 1 else 's'}{more}.\n")

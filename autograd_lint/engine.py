@@ -153,7 +153,9 @@ class ParsedFile:
 # ---------------------------------------------------------------------------
 def decode_source(data: bytes) -> str:
     """Decode like the interpreter does: BOM, then a coding cookie, then UTF-8."""
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+    from .scan import wide_encoding
+
+    if wide_encoding(data) is not None:
         raise UnicodeError("it is UTF-16 or UTF-32 encoded (a byte order mark says so); "
                            "Python source must be UTF-8 or declare its encoding")
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)

@@ -156,10 +156,14 @@ def publish(server: AutogradLintServer, uri: str) -> None:
 def schedule(server: AutogradLintServer, uri: str, delay: float) -> None:
     """Lint `uri` after `delay` seconds unless another change comes first."""
     loop = asyncio.get_running_loop()
-    previous = server.pending.pop(uri, None)
-    if previous is not None:
-        previous.cancel()
+    cancel_pending(server, uri)
     server.pending[uri] = loop.call_later(delay, publish, server, uri)
+
+
+def cancel_pending(server: AutogradLintServer, uri: str) -> None:
+    handle = server.pending.pop(uri, None)
+    if handle is not None:
+        handle.cancel()
 
 
 def code_actions(server: AutogradLintServer,
@@ -171,9 +175,7 @@ def code_actions(server: AutogradLintServer,
     document = server.workspace.get_text_document(uri)
     linted = server.linted.get(uri)
     if linted is None or linted[0] != document.version:
-        handle = server.pending.pop(uri, None)
-        if handle is not None:
-            handle.cancel()
+        cancel_pending(server, uri)
         publish(server, uri)
         linted = server.linted.get(uri)
         if linted is None:
@@ -270,9 +272,7 @@ def build_server() -> AutogradLintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: AutogradLintServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        handle = ls.pending.pop(uri, None)
-        if handle is not None:
-            handle.cancel()
+        cancel_pending(ls, uri)
         ls.linted.pop(uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri,
                                                                             diagnostics=[]))

@@ -29,7 +29,7 @@ def text_style(name: str, stream: TextIO, environ: Mapping[str, str] = os.enviro
     """`text` picks `full` on a terminal and `concise` elsewhere (pipes, CI
     logs, editors reading lines). Colour on a terminal unless NO_COLOR is set;
     FORCE_COLOR forces it (the conventions of no-color.org and force-color.org)."""
-    terminal = stream.isatty() if hasattr(stream, "isatty") else False
+    terminal = stream.isatty()
     color = terminal and not environ.get("NO_COLOR")
     if environ.get("FORCE_COLOR"):
         color = True
@@ -42,8 +42,8 @@ def text_style(name: str, stream: TextIO, environ: Mapping[str, str] = os.enviro
 
 
 _LINKING_TERMINALS = frozenset({"iTerm.app", "WezTerm", "vscode", "ghostty", "Hyper"})
-_BOLD, _RED, _YELLOW, _CYAN, _BLUE, _DIM, _RESET = (
-    "\x1b[1m", "\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[34m", "\x1b[2m", "\x1b[0m")
+_BOLD, _RED, _YELLOW, _CYAN, _BLUE, _RESET = (
+    "\x1b[1m", "\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[34m", "\x1b[0m")
 _SEVERITY_COLOR = {"error": _RED, "warning": _YELLOW, "info": _CYAN}
 
 
@@ -120,10 +120,15 @@ def summary_line(findings: list[Finding], files_checked: int, *,
             f"({', '.join(parts)}) in {files} file{'s' if files != 1 else ''}.")
 
 
+def fix_counts(findings: list[Finding]) -> tuple[int, int]:
+    """(findings with a safe fix, findings with only an unsafe one)."""
+    safe = sum(1 for f in findings if f.fix is not None and f.fix.safe)
+    return safe, sum(1 for f in findings if f.fix is not None) - safe
+
+
 def fix_hint(findings: list[Finding], *, unsafe: bool) -> str | None:
     """`[*] 2 fixable with --fix (1 more with --unsafe-fixes).`"""
-    safe = sum(1 for f in findings if f.fix is not None and f.fix.safe)
-    risky = sum(1 for f in findings if f.fix is not None and not f.fix.safe)
+    safe, risky = fix_counts(findings)
     if unsafe:
         safe, risky = safe + risky, 0
     if not safe and not risky:

@@ -97,19 +97,21 @@ def _imports(data: bytes) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(found))
 
 
-def _wide_text(data: bytes) -> bytes:
-    """A UTF-16/32 file (with its byte order mark) as UTF-8 bytes: Python
-    cannot read it, and if it holds a Function that is a finding (AGF000)."""
-    encoding = "utf-32" if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff") else "utf-16"
-    try:
-        return data.decode(encoding).encode("utf-8")
-    except UnicodeError:
-        return data
+def wide_encoding(data: bytes) -> str | None:
+    """"utf-16" or "utf-32" when the bytes start with such a byte order mark:
+    Python cannot read the file, and if it holds a Function that is AGF000."""
+    if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        return "utf-32"
+    return "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else None
 
 
 def scan_bytes(path: str, data: bytes) -> FileScan:
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] == b"\x00\x00\xfe\xff":
-        data = _wide_text(data)
+    encoding = wide_encoding(data)
+    if encoding is not None:  # scan its text, so that such a file is not skipped
+        try:
+            data = data.decode(encoding).encode("utf-8")
+        except UnicodeError:
+            pass
     mentions = b"Function" in data or b"autograd" in data
     return FileScan(
         path=path,

@@ -24,6 +24,7 @@ Unknown callees stay opaque: no summary, no finding.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,6 +95,12 @@ class Summary:
     result: Result = Result()
     parameters: tuple[tuple[str, int | None], ...] = ()  # (name, position): binding args
     leaves: tuple[Leave, ...] = ()
+
+
+def param_names(markers: frozenset[str]) -> frozenset[str]:
+    """The parameters named by `param:` roots or taint markers (a summary run
+    gives each parameter both)."""
+    return frozenset(m[6:] for m in markers if m.startswith("param:"))
 
 
 class Effects:
@@ -241,8 +248,8 @@ def _leaves(node: FunctionNode, facts: MethodFacts,
         for ret in facts.returns:
             if event.key not in ret.value.taint:
                 continue
-            names = event.params if event.params is not None else frozenset(
-                m[6:] for m in ret.value.taint if m.startswith("param:"))
+            names = event.params if event.params is not None else \
+                param_names(ret.value.taint)
             found.update(Leave(name, event.how, event.on_gradient) for name in names)
     order = {name: i for i, (name, _) in enumerate(parameters)}
     return tuple(sorted(found, key=lambda leave: (order.get(leave.name, 0), leave.how)))
@@ -253,7 +260,7 @@ def _result(returns: list[Return]) -> Result:
     def params(value: Value) -> frozenset[str]:
         if value.seq and value.elems is None:
             return frozenset()  # a list built from the arguments: not them
-        return frozenset(r[6:] for r in value.roots if r.startswith("param:"))
+        return param_names(value.roots)
 
     whole = frozenset().union(*(params(r.value) for r in returns)) if returns else frozenset()
     lengths = {len(r.value.elems) if r.value.elems is not None and not r.value.is_list else -1
@@ -281,22 +288,27 @@ class CustomOp:
     mutated: frozenset[str]
 
 
+def _custom_op_decorator(node: FunctionNode) -> ast.Call | None:
+    """`@torch.library.custom_op("ns::op", mutates_args=...)` (or `triton_op`)."""
+    return next((d for d in node.decorator_list if isinstance(d, ast.Call)
+                 and _last_name(d.func) in _CUSTOM_OP_DECORATORS), None)
+
+
 def _declared_mutations(node: FunctionNode) -> frozenset[str]:
     """`@torch.library.custom_op("ns::op", mutates_args=("x",))`: {"x"}."""
-    for decorator in node.decorator_list:
-        if not isinstance(decorator, ast.Call):
-            continue
-        func = decorator.func
-        name = func.attr if isinstance(func, ast.Attribute) else \
-            func.id if isinstance(func, ast.Name) else ""
-        if name not in _CUSTOM_OP_DECORATORS:
-            continue
-        for keyword in decorator.keywords:
-            if keyword.arg == "mutates_args" and \
-                    isinstance(keyword.value, (ast.Tuple, ast.List, ast.Set)):
-                return frozenset(e.value for e in keyword.value.elts
-                                 if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    decorator = _custom_op_decorator(node)
+    for keyword in decorator.keywords if decorator is not None else ():
+        if keyword.arg == "mutates_args" and \
+                isinstance(keyword.value, (ast.Tuple, ast.List, ast.Set)):
+            return frozenset(e.value for e in keyword.value.elts
+                             if isinstance(e, ast.Constant) and isinstance(e.value, str))
     return frozenset()
+
+
+def _last_name(expr: ast.expr) -> str:
+    """`torch.library.custom_op` -> "custom_op"; "" for other expressions."""
+    return expr.attr if isinstance(expr, ast.Attribute) else \
+        expr.id if isinstance(expr, ast.Name) else ""
 
 
 def _custom_ops(module: ModuleInfo, project: Project | None) -> dict[str, CustomOp]:
@@ -309,10 +321,11 @@ def _custom_ops(module: ModuleInfo, project: Project | None) -> dict[str, Custom
     ops: dict[str, CustomOp] = {}
     for node in ast.walk(module.tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            mutated = _declared_mutations(node)
-            op_name = _decorator_op_name(node)
-            if op_name is not None:
-                ops[op_name] = CustomOp(tuple(_parameters(node)), mutated)
+            decorator = _custom_op_decorator(node)
+            first = decorator.args[0] if decorator is not None and decorator.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+                    "::" in first.value:
+                ops[first.value] = CustomOp(tuple(_parameters(node)), _declared_mutations(node))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr == "define":
             strings = [a.value for a in node.args
@@ -327,19 +340,6 @@ def _custom_ops(module: ModuleInfo, project: Project | None) -> dict[str, Custom
                 name, op = declared
                 ops[name if "::" in name else f"::{name}"] = op
     return ops
-
-
-def _decorator_op_name(node: FunctionNode) -> str | None:
-    for decorator in node.decorator_list:
-        if isinstance(decorator, ast.Call) and decorator.args and \
-                isinstance(decorator.args[0], ast.Constant) and \
-                isinstance(decorator.args[0].value, str) and "::" in decorator.args[0].value:
-            func = decorator.func
-            name = func.attr if isinstance(func, ast.Attribute) else \
-                func.id if isinstance(func, ast.Name) else ""
-            if name in _CUSTOM_OP_DECORATORS:
-                return decorator.args[0].value
-    return None
 
 
 def _schema(text: str) -> tuple[str, CustomOp] | None:
@@ -392,12 +392,15 @@ def _mode_switched(node: FunctionNode, parameters: set[str]) -> set[int]:
             all(isinstance(c, (ast.Constant, ast.Tuple, ast.List, ast.Set))
                 for c in test.comparators)
 
-    switched: set[int] = set()
-    for statement in ast.walk(node):
-        if isinstance(statement, ast.If) and is_mode_test(statement.test):
-            for child in [*statement.body, *statement.orelse]:
-                switched.update(id(inner) for inner in ast.walk(child))
-    return switched
+    return {id(inner) for statement in ast.walk(node)
+            if isinstance(statement, ast.If) and is_mode_test(statement.test)
+            for inner in _under(statement.body + statement.orelse)}
+
+
+def _under(statements: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of these statements."""
+    for statement in statements:
+        yield from ast.walk(statement)
 
 
 def _flag_guards(node: FunctionNode, parameters: set[str]) -> dict[int, str]:
@@ -406,9 +409,8 @@ def _flag_guards(node: FunctionNode, parameters: set[str]) -> dict[int, str]:
     for statement in ast.walk(node):
         if isinstance(statement, ast.If) and isinstance(statement.test, ast.Name) and \
                 statement.test.id in parameters:
-            for child in statement.body:
-                for inner in ast.walk(child):
-                    guards.setdefault(id(inner), statement.test.id)
+            for inner in _under(statement.body):
+                guards.setdefault(id(inner), statement.test.id)
     return guards
 
 
@@ -454,8 +456,7 @@ def _parameters(node: FunctionNode) -> list[tuple[str, int | None]]:
 def _is_kernel(node: FunctionNode) -> bool:
     for decorator in node.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        name = target.attr if isinstance(target, ast.Attribute) else \
-            target.id if isinstance(target, ast.Name) else ""
+        name = _last_name(target)
         root = target
         while isinstance(root, ast.Attribute):
             root = root.value

@@ -23,7 +23,7 @@ from functools import reduce
 
 from ..model import ModuleInfo, Scope, collect_imports
 from . import torch_api as api
-from .effects import Effects, Summary
+from .effects import Effects, Summary, param_names
 from .values import (
     NONE,
     NONTENSOR,
@@ -259,11 +259,6 @@ def _bind(node: ast.Call, summary: Summary, args: list[Value],
     return bound
 
 
-def _param_names(markers: frozenset[str]) -> frozenset[str]:
-    """The helper parameters named by `param:` roots or taint (effects.py)."""
-    return frozenset(m[6:] for m in markers if m.startswith("param:"))
-
-
 def _is_gradient(value: Value) -> bool:
     """The incoming gradient (or, summarizing a helper, one of its parameters)."""
     return any(r.startswith(("grad:", "param:")) for r in value.roots)
@@ -273,7 +268,7 @@ def _carries_gradient(value: Value) -> bool:
     """Computed from the gradient or a saved tensor (or, summarizing a helper,
     from a parameter); integer tensors never carry a gradient."""
     return not value.integral and bool(
-        value.taint & {FROM_GRAD, FROM_SAVED} or _param_names(value.taint))
+        value.taint & {FROM_GRAD, FROM_SAVED} or param_names(value.taint))
 
 
 def _taint(*values: Value) -> frozenset[str]:
@@ -287,8 +282,8 @@ def _method_taint(name: str, receiver: Value, args: list[Value],
         return frozenset()
     if name in api.SHAPE_ARGUMENT_METHODS:
         return receiver.taint
-    if name == "new_full":  # `new_full(size, fill_value)`
-        return _taint(*args[1:], *(v for k, v in kwargs.items() if k == "fill_value"))
+    if name == "new_full":
+        return _fill_taint(args, kwargs)
     return receiver.taint | _taint(*args, *kwargs.values())
 
 
@@ -296,11 +291,17 @@ def _function_taint(qualified: str, args: list[Value],
                     kwargs: dict[str | None, Value]) -> frozenset[str]:
     if qualified in api.FRESH_FUNCTIONS:
         return frozenset()
-    if qualified in api.FILL_FUNCTIONS:  # `full(size, fill_value)`, `full_like(x, fill_value)`
-        return _taint(*args[1:], *(v for k, v in kwargs.items() if k == "fill_value"))
+    if qualified in api.FILL_FUNCTIONS:
+        return _fill_taint(args, kwargs)
     if qualified in api.SHAPE_ARGUMENT_FUNCTIONS:
         return args[0].taint if args else frozenset()
     return _taint(*args, *kwargs.values())
+
+
+def _fill_taint(args: list[Value], kwargs: dict[str | None, Value]) -> frozenset[str]:
+    """`full(size, fill_value)`, `full_like(x, fill_value)`, `t.new_full(size,
+    fill_value)`: only the fill value is a value."""
+    return _taint(*args[1:], *(v for k, v in kwargs.items() if k == "fill_value"))
 
 
 # ---------------------------------------------------------------------------
@@ -981,7 +982,7 @@ class Interpreter:
             if _is_gradient(base):
                 key = self._marker("left", node)
                 self._record(LeftAutograd(node, "`.data` of the gradient", key,
-                                          _param_names(base.roots), True))
+                                          param_names(base.roots), True))
                 taint = taint | {key}
             kind = Kind.TENSOR if base.kind.holds_tensor or base.roots else Kind.UNKNOWN
             return Value(kind, base.roots, taint=taint, view=True, detached=True)
@@ -1026,9 +1027,12 @@ class Interpreter:
             # just a keyword (`Context(out=out)`).
             out_node = next(kw.value for kw in node.keywords if kw.arg == "out")
             self._record(Mutation(node, out_node, kwargs["out"], "`out=`", True))
-        summary = self._callee_writes(node, args, kwargs, state) \
+        summary = self._callee_summary(node, state) \
             if self.effects is not None and receiver is None and not (
                 isinstance(func, ast.Name) and func.id in state.vars) else None
+        bound = _bind(node, summary, args, kwargs) if summary is not None else {}
+        if summary is not None:
+            self._callee_writes(node, summary, bound)
         if receiver is not None:
             assert isinstance(func, ast.Attribute)
             result = self._method_call(node, func, receiver, args, kwargs, state)
@@ -1044,16 +1048,15 @@ class Interpreter:
             result = UNKNOWN
             taint = _taint(*args, *kwargs.values())
         if summary is not None:
-            result = self._aliased_result(node, summary, args, kwargs) or result
-            taint = taint | self._left_in_callee(node, summary, args, kwargs)
+            result = self._aliased_result(summary, bound) or result
+            taint = taint | self._left_in_callee(node, summary, bound)
         return replace(result, taint=result.taint | taint)
 
-    def _left_in_callee(self, node: ast.Call, summary: Summary, args: list[Value],
-                        kwargs: dict[str | None, Value]) -> frozenset[str]:
+    def _left_in_callee(self, node: ast.Call, summary: Summary,
+                        bound: dict[str, tuple[ast.expr, Value]]) -> frozenset[str]:
         """A helper whose result left autograd on a parameter (`.item()`, a
         no_grad block): an event here when the gradient (or a saved tensor) is
         what the call passes there."""
-        bound = _bind(node, summary, args, kwargs)
         key = self._marker("left", node)
         fired = False
         for leave in summary.leaves:
@@ -1062,21 +1065,20 @@ class Interpreter:
             value = bound[leave.name][1]
             carries = _is_gradient(value) if leave.on_gradient else _carries_gradient(value)
             if carries:
-                params = _param_names(value.roots if leave.on_gradient else value.taint)
+                params = param_names(value.roots if leave.on_gradient else value.taint)
                 self._record(LeftAutograd(node, f"{leave.how} inside `{summary.callee}()`", key,
                                           params, leave.on_gradient))
                 fired = True
         return frozenset({key}) if fired else frozenset()
 
-    def _aliased_result(self, node: ast.Call, summary: Summary, args: list[Value],
-                        kwargs: dict[str | None, Value]) -> Value | None:
+    @staticmethod
+    def _aliased_result(summary: Summary,
+                        bound: dict[str, tuple[ast.expr, Value]]) -> Value | None:
         """What a helper returns, when it may be (a view of) its arguments."""
-        bound = {name: value for name, (_, value) in _bind(node, summary, args, kwargs).items()}
-
         def alias(names: frozenset[str]) -> Value:
-            roots = frozenset().union(*(bound[n].roots for n in names if n in bound)) \
-                if names else frozenset()
-            certain = any(bound[n].kind is Kind.TENSOR for n in names if n in bound)
+            values = [bound[n][1] for n in names if n in bound]
+            roots = frozenset().union(*(v.roots for v in values)) if values else frozenset()
+            certain = any(v.kind is Kind.TENSOR for v in values)
             return Value(Kind.TENSOR if certain else Kind.UNKNOWN, roots, view=bool(roots),
                          detached=summary.result.detached)
 
@@ -1087,10 +1089,8 @@ class Interpreter:
             return alias(summary.result.whole)
         return None
 
-    def _callee_writes(self, node: ast.Call, args: list[Value],
-                       kwargs: dict[str | None, Value], state: State) -> Summary | None:
-        """A helper or kernel launch that changes its arguments in place (its
-        summary, also for what it returns)."""
+    def _callee_summary(self, node: ast.Call, state: State) -> Summary | None:
+        """The summary of a helper or kernel launched here (effects.py), if any."""
         if isinstance(node.func, ast.Subscript):
             root = node.func.value
             while isinstance(root, ast.Attribute):
@@ -1098,10 +1098,11 @@ class Interpreter:
             if not isinstance(root, ast.Name) or root.id in state.vars:
                 return None  # a local: `fns[i](x)`, `kernels[k][grid](...)` stay opaque
         assert self.effects is not None
-        summary = self.effects.at_call(node, self.scope, self.module)
-        if summary is None:
-            return None
-        bound = _bind(node, summary, args, kwargs)
+        return self.effects.at_call(node, self.scope, self.module)
+
+    def _callee_writes(self, node: ast.Call, summary: Summary,
+                       bound: dict[str, tuple[ast.expr, Value]]) -> None:
+        """The arguments the callee changes in place, as changes here."""
         for write in summary.writes:
             if write.name not in bound:
                 continue
@@ -1110,7 +1111,6 @@ class Interpreter:
                    f"`{write.name}`)" if summary.kernel else
                    f"`{summary.callee}()` call (it changes its `{write.name}` in place)")
             self._record(Mutation(node, target, value, how, write.certain))
-        return summary
 
     def _builtin_call(self, node: ast.Call, name: str, args: list[Value], state: State) -> Value:
         found, _ = self.scope.lookup(name)
@@ -1211,7 +1211,7 @@ class Interpreter:
         if _is_gradient(receiver):
             key = self._marker("left", node)
             self._record(LeftAutograd(node, "`.detach()` of the gradient", key,
-                                      _param_names(receiver.roots), True))
+                                      param_names(receiver.roots), True))
             taint = taint | {key}
         return Value(Kind.TENSOR, receiver.roots, view=True, detached=True, taint=taint,
                      integral=receiver.integral)
@@ -1222,7 +1222,7 @@ class Interpreter:
         taint = receiver.taint
         if _carries_gradient(receiver):
             key = self._marker("left", node)
-            self._record(LeftAutograd(node, how, key, _param_names(taint)))
+            self._record(LeftAutograd(node, how, key, param_names(taint)))
             taint = taint | {key}
         return Value(Kind.NONTENSOR, taint=taint)
 
@@ -1272,11 +1272,12 @@ class Interpreter:
         if qualified in api.TENSOR_SEQUENCE_FUNCTIONS and args and args[0].elems:
             for value in args[0].elems:
                 self._evidence(value)
-        carrying = [v for v in (*args, *kwargs.values()) if _carries_gradient(v)]
-        if qualified.startswith("numpy.") and carrying:
+        carrying = [v for v in (*args, *kwargs.values()) if _carries_gradient(v)] \
+            if qualified.startswith("numpy.") else []
+        if carrying:
             key = self._marker("left", node)
             self._record(LeftAutograd(node, f"`{qualified.replace('numpy', 'np', 1)}()`", key,
-                                      _param_names(_taint(*carrying))))
+                                      param_names(_taint(*carrying))))
             return Value(Kind.UNKNOWN, taint=frozenset({key}))
         result = self._torch_result(node, qualified, last, args, kwargs)
         if result.kind in (Kind.TENSOR, Kind.TENSORISH) and not result.view and \
