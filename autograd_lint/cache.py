@@ -1,12 +1,17 @@
 """The on-disk cache of a project: `.autograd_lint_cache/` at its root (or
 `--cache-dir`).
 
-Two layers:
+Three layers:
 
 - byte scans of every file, reused while a file's size, mtime and inode are
   unchanged (a warm run then only stats the files that cannot matter);
-- the findings of a run, keyed by the content hashes of the files that matter,
-  the settings, and the linter's own code (so upgrading or editing the linter
+- the relevance of the tree's files, reused while no file's stat changed;
+- the findings of each file that matters, with the content hashes of the
+  files its analysis read (its own, the modules it imports from, bases,
+  helpers, the files that derive from its Functions or gradcheck them). A
+  run re-analyses only the files whose own or read content changed. The run
+  settings, the tree's file list, the names that may be Functions and the
+  linter's own code key the whole layer (upgrading or editing the linter
   never serves stale results).
 
 Everything is JSON: a cache directory may come with a checkout, and loading
@@ -18,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +96,9 @@ class Cache:
         files = self._load("scans.json").get("files", {})
         self._scans: dict[str, Any] = files if isinstance(files, dict) else {}
         self._scans_changed = False
+        self._previous: dict[str, Any] = {}  # entries replaced in this run
         self._stats: dict[str, list[int] | None] = {}  # stat keys taken in this run
+        self._digests: dict[str, str | None] = {}  # content hashes taken in this run
 
     def _stat(self, path: str) -> list[int] | None:
         if path not in self._stats:
@@ -100,10 +106,26 @@ class Cache:
         return self._stats[path]
 
     # -- scans -----------------------------------------------------------------
+    def stat(self, path: str) -> list[int] | None:
+        """The file's (size, mtime, inode), taken once per run."""
+        return self._stat(path)
+
     def scan(self, path: str) -> FileScan | None:
         entry = self._scans.get(path)
         if not isinstance(entry, dict) or entry.get("stat") != self._stat(path):
             return None
+        return self._scan_of(path, entry)
+
+    def previous_scan(self, path: str, stat: object) -> FileScan | None:
+        """The scan stored before this run rescanned the file, if it was
+        taken of the file with that stat."""
+        entry = self._previous.get(path)
+        if not isinstance(entry, dict) or entry.get("stat") != stat:
+            return None
+        return self._scan_of(path, entry)
+
+    @staticmethod
+    def _scan_of(path: str, entry: dict[str, Any]) -> FileScan | None:
         try:
             data = entry["scan"]
             return FileScan(
@@ -122,6 +144,8 @@ class Cache:
             return
         # The stat taken before the file was read: a change made meanwhile
         # shows as a different stat next time.
+        if scan.path in self._scans:
+            self._previous[scan.path] = self._scans[scan.path]
         self._scans[scan.path] = {"stat": self._stat(scan.path), "scan": {
             "headers": [[name, list(bases)] for name, bases in scan.headers],
             "aliases": sorted(scan.aliases),
@@ -131,60 +155,60 @@ class Cache:
         self._scans_changed = True
 
     # -- relevance -----------------------------------------------------------------
-    def relevance_key(self, paths: list[str], settings: object) -> str | None:
-        """A key for the relevance of a file set: every file's stat (it reads
-        some of them), the settings and the linter."""
+    def relevance_key(self, paths: list[str], settings: object) -> str:
+        """A key for the relevance of a file set: the file list, the settings
+        and the linter (the files' stats are stored beside it)."""
         digest = hashlib.blake2b(f"{_FORMAT}:{self._code}".encode(), digest_size=20)
         digest.update(json.dumps(settings, sort_keys=True).encode())
-        for path in paths:
-            stat = self._stat(path)
-            if stat is None:
-                return None
-            digest.update(f"{path}\0{stat}\0".encode())
+        digest.update("\0".join(paths).encode())
         return digest.hexdigest()
 
-    def relevance(self, key: str) -> dict[str, Any] | None:
+    def relevance(self, key: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """The stored relevance under `key`, and the stat of each file when it
+        was judged."""
         data = self._load("relevance.json")
-        return data.get("relevance") if data.get("key") == key else None
+        if data.get("key") != key or not isinstance(data.get("stats"), dict):
+            return None, {}
+        return data.get("relevance"), data["stats"]
 
-    def store_relevance(self, key: str, relevance: dict[str, Any]) -> None:
-        self._write("relevance.json", {"key": key, "relevance": relevance})
+    def store_relevance(self, key: str, relevance: dict[str, Any], paths: list[str]) -> None:
+        stats = {path: self._stat(path) for path in paths}
+        self._write("relevance.json", {"key": key, "relevance": relevance, "stats": stats})
 
-    # -- results -------------------------------------------------------------------
-    def fingerprint(self, settings: object, files: list[str]) -> str | None:
-        """A key for a run: settings, the linter, and the content of `files`."""
+    # -- per-file results --------------------------------------------------------
+    def digest(self, path: str) -> str | None:
+        """The content hash of a file (once per run), None if unreadable."""
+        if path not in self._digests:
+            self._digests[path] = _content_digest(path)
+        return self._digests[path]
+
+    def run_key(self, settings: object) -> str:
+        """A key for the per-file results: the settings and the linter."""
         digest = hashlib.blake2b(f"{_FORMAT}:{self._code}".encode(), digest_size=20)
         digest.update(json.dumps(settings, sort_keys=True, default=sorted).encode())
-        for path in sorted(files):
-            content = _content_digest(path)
-            if content is None:
-                return None  # an unreadable file: not cacheable
-            digest.update(path.encode() + b"\0" + bytes.fromhex(content))
         return digest.hexdigest()
 
-    def result(self, key: str) -> list[Finding] | None:
-        """The findings stored under `key`, while the files the run read only
-        to resolve names are unchanged too."""
-        data = self._load("result.json")
+    def file_results(self, key: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Per path: {"digest", "settings", "reads": {path: digest}, "findings"}
+        as stored under `key`, and the project-wide facts stored with them
+        (both empty when the key differs)."""
+        data = self._load("files.json")
         if data.get("key") != key:
-            return None
-        try:
-            depends = data.get("depends", {})
-            if any(_content_digest(path) != digest for path, digest in depends.items()):
-                return None
-            return [_finding(item) for item in data["findings"]]
-        except (AttributeError, KeyError, TypeError, ValueError):
-            return None  # a damaged result: run again
+            return {}, {}
+        files, facts = data.get("files"), data.get("facts")
+        return (files if isinstance(files, dict) else {}, facts if isinstance(facts, dict) else {})
 
-    def store_result(self, key: str, findings: list[Finding],
-                     depends: Sequence[str] = ()) -> None:
-        """Store a run's findings; `depends`: files outside the key that the
-        run read (modules parsed to resolve an import)."""
-        digests = {path: _content_digest(path) for path in depends}
-        if None in digests.values():
-            return  # unreadable now: nothing to validate against later
-        items = [f.to_json(dynamic=True) for f in findings]
-        self._write("result.json", {"key": key, "findings": items, "depends": digests})
+    def store_file_results(self, key: str, files: dict[str, Any],
+                           facts: dict[str, Any] | None = None) -> None:
+        self._write("files.json", {"key": key, "files": files, "facts": facts or {}})
+
+    @staticmethod
+    def findings(items: Any) -> list[Finding] | None:
+        """Findings read back from a record, None if it is damaged."""
+        try:
+            return [_finding(dict(item)) for item in items]
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
 
     def flush(self) -> None:
         if self._scans_changed:

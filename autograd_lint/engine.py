@@ -21,12 +21,12 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .findings import Finding, sort_findings
 from .model import ModuleInfo, ModuleNamer, build_module
 from .noqa import filter_findings
-from .project import Project, reachable_as
+from .project import GRADCHECK_READS, Project, reachable_as
 from .registry import RULES, default_codes
 
 if TYPE_CHECKING:  # imported lazily at run time
@@ -267,6 +267,18 @@ def lint_inputs(inputs: Iterable[SourceInput], *, scan_tree: bool = False,
         return run.lint()
 
 
+# More changed files than this: judge the whole tree again rather than update.
+_UPDATE_MAX_FILES = 50
+
+
+def _same_scan(before: FileScan | None, after: FileScan) -> bool:
+    """Whether a changed file's scan says what it said before (then only the
+    parts of its relevance that depend on its text can have changed)."""
+    return before is not None and after.error is None and \
+        (before.headers, before.aliases, before.imports, before.gradcheck) == \
+        (after.headers, after.aliases, after.imports, after.gradcheck)
+
+
 # Files below this size are parsed whole: sparse parsing pays off for big ones.
 SPARSE_MIN_BYTES = 16_384
 # Files above this size are never parsed whole, even when named explicitly: a
@@ -288,57 +300,192 @@ class _Run:
         self._by_path = {i.path: i for i in inputs}
         self._by_last_part: dict[str, list[SourceInput]] | None = None
         self._in_project: set[str] = set()  # paths parsed by the current pass
-        # Files parsed only to resolve names (not otherwise relevant): a
-        # cached result holds only while they are unchanged.
-        self._loaded: set[str] = set()
         self._whole: dict[str, ModuleInfo | None] = {}  # whole-file parses, by path
         self.module_names = ModuleNamer()
         self._whole_only: set[str] = set()  # files found broken: parse whole, never sparse
         self._sparse_parsed: dict[str, bool] = {}
         self._findings: list[Finding] = []
+        self._file_findings: dict[str, list[Finding]] = {}
+        self._reads: dict[str, set[str]] = {}
+        self._checking: set[str] | None = None
+        # An incremental run's: the files that matter but were not parsed up
+        # front, those among them known not to parse, the scans, and which
+        # Functions gradcheck exercises as an earlier run found it.
+        self._context_paths: set[str] = set()
+        self._broken_context: set[str] = set()
+        self._scans_by_path: dict[str, FileScan] = {}
+        self._gradchecked_seed: dict[str, Any] | None = None
         self._errors_before = 0
         self.collect_functions = False
 
     def lint(self) -> LintResult:
-
         references = any(c in i.codes for i in self.inputs for c in ("AGF105", "AGF301"))
         gradcheck = self.scan_tree and any("AGF301" in i.codes for i in self.inputs)
         scans = self._scans()
         self.relevance = self._judge(scans, references, gradcheck)
-        key = self._cache_key()
-        if key is not None:
-            cached = self.cache.result(key)  # type: ignore[union-attr]
-            if cached is not None:
-                self.result.findings = cached
-                self.result.errors.extend((self._by_path[p].display, s.error)
-                                          for p, s in scans.items() if s.error)
-                self.cache.flush()  # new scans of files that do not matter
-                return self.result
-        self._lint(scans)
-        if self.cache is not None:
-            if key is not None and not self.result.errors:
-                self.cache.store_result(key, self.result.findings, sorted(self._loaded))
-            self.cache.flush()
+        if self.cache is None:
+            self._lint(scans)
+            return self.result
+        key = self.cache.run_key(self._run_settings())
+        records, facts = self.cache.file_results(key)
+        relevant = [p for p, source in self._by_path.items() if scans[p].error is None
+                    and (source.explicit or self.relevance.matters(p))]
+        stale = self._stale(relevant, records, scans)
+        if stale is None:
+            self._lint(scans)
+        elif stale:
+            self._lint(scans, stale, self._context(stale, relevant, records, facts, scans))
+        else:
+            self.result.errors.extend((self._by_path[p].display, s.error)
+                                      for p, s in scans.items() if s.error)
+        findings: list[Finding] = []
+        for path in relevant:
+            if stale is None or path in stale:
+                findings += self._file_findings.get(path, [])
+                continue
+            cached = self.cache.findings(records[path]["findings"])
+            if cached is None:  # damaged: analyse everything again
+                self.cache.store_file_results(key, {})
+                self.cache.flush()
+                return _Run(self.inputs, self.scan_tree, self.prefilter, self.jobs).lint()
+            findings += cached
+        self.result.findings = sort_findings(findings)
+        self._store(key, relevant, records, stale, facts)
+        self.cache.flush()
         return self.result
+
+    def _context(self, stale: set[str], relevant: list[str], records: dict[str, Any],
+                 facts: dict[str, Any], scans: dict[str, FileScan]) -> set[str]:
+        """The unchanged files to parse up front beside the stale ones: those
+        deriving from their classes and, when a stale file may define a
+        Function and no stored answer holds, those calling gradcheck. Any
+        other file that matters is parsed when a name leads to it."""
+        assert self.cache is not None
+        self._broken_context = {p for p in relevant if p not in stale and any(
+            item.get("code") == "AGF000" for item in records[p]["findings"])}
+        self._context_paths = set(relevant) - stale
+        defined = {name for path in stale for name, _ in scans[path].headers} & \
+            self.relevance.candidates
+        context = {path for path in self._context_paths
+                   if any(base.rpartition(".")[2] in defined
+                          for _, bases in scans[path].headers for base in bases)}
+        if self.scan_tree and any(p in self.relevance.defining
+                                  and "AGF301" in self._by_path[p].codes for p in stale):
+            seed = facts.get("gradchecked")
+            digest = self.cache.digest
+            if isinstance(seed, dict) and isinstance(seed.get("reads"), dict) and \
+                    isinstance(seed.get("keys"), list) and all(
+                        isinstance(k, list) and len(k) == 2 for k in seed["keys"]) and \
+                    not any(scans[p].gradcheck for p in stale) and \
+                    all(digest(path) == value for path, value in seed["reads"].items()):
+                self._gradchecked_seed = seed
+            else:
+                context |= self.relevance.gradchecking & self._context_paths
+        return context - self._broken_context
+
+    def _run_settings(self) -> dict[str, object]:
+        """What every file's findings depend on besides the files read: the
+        settings, the tree's file list (a new file may take a module name an
+        import resolved to before) and the names that may be Functions."""
+        tree = hashlib.blake2b("\0".join(self._by_path).encode(), digest_size=16).hexdigest()
+        return {"scan_tree": self.scan_tree, "prefilter": self.prefilter, "tree": tree,
+                "candidates": sorted(self.relevance.candidates)}
+
+    def _file_settings(self, path: str) -> list[object]:
+        source = self._by_path[path]
+        return [source.display, sorted(source.codes), source.explicit]
+
+    def _stale(self, relevant: list[str], records: dict[str, object],
+               scans: dict[str, FileScan]) -> set[str] | None:
+        """The files to analyse again: changed, or reading a changed file;
+        None when every file must be (one has no stored result)."""
+        assert self.cache is not None
+        digest = self.cache.digest
+        stale: set[str] = set()
+        changed: set[str] = set()
+        for path in relevant:
+            record = records.get(path)
+            if not isinstance(record, dict) or not isinstance(record.get("reads"), dict):
+                return None
+            if record.get("settings") != self._file_settings(path) or \
+                    record.get("digest") != digest(path):
+                changed.add(path)
+            elif any(digest(read) != value for read, value in record["reads"].items()):
+                stale.add(path)
+        if not changed:
+            return stale
+        # What no stored read can show: a changed file that now derives from
+        # a class of another file (which may now have subclasses), or that
+        # now calls gradcheck (which may now exercise any Function).
+        # (Only custom Functions have subclasses that matter: by name, candidates.)
+        candidates = self.relevance.candidates
+        bases = {base.rpartition(".")[2] for path in changed
+                 for _, names in scans[path].headers for base in names} & candidates
+        gradchecks = any(scans[path].gradcheck for path in changed)
+        for path in relevant:
+            record = records[path]
+            if any(name in bases for name, _ in scans[path].headers) or \
+                    (gradchecks and GRADCHECK_READS in record["reads"]):  # type: ignore[index]
+                stale.add(path)
+        return stale | changed
+
+    def _store(self, key: str, relevant: list[str], records: dict[str, Any],
+               stale: set[str] | None, facts: dict[str, Any]) -> None:
+        """Keep each analysed file's findings and reads (not after an internal
+        error in it: that file is analysed again next time)."""
+        assert self.cache is not None
+        failed = {display for display, _ in self.result.errors}
+        stored: dict[str, object] = {}
+        for path in relevant:
+            if stale is not None and path not in stale:
+                stored[path] = records[path]
+                continue
+            if self._by_path[path].display in failed or path not in self._file_findings:
+                continue
+            reads = {read: self.cache.digest(read) for read in sorted(self._reads.get(path, ()))}
+            stored[path] = {
+                "digest": self.cache.digest(path), "settings": self._file_settings(path),
+                "reads": reads,
+                "findings": [f.to_json(dynamic=True) for f in self._file_findings[path]],
+            }
+        project = getattr(self, "project", None)
+        computed = project.cache.get("gradchecked") if project is not None else None
+        if computed is not None and self._gradchecked_seed is None:
+            keys, reads = computed
+            facts = {**facts, "gradchecked": {
+                "keys": sorted(map(list, keys)),
+                "reads": {read: self.cache.digest(read) for read in sorted(reads)}}}
+        self.cache.store_file_results(key, stored, facts)
 
     def _judge(self, scans: dict[str, FileScan], references: bool,
                gradcheck: bool) -> Relevance:
-        """The relevance of every file, from the cache while no file changed."""
+        """The relevance of every file: from the cache while no file changed,
+        updated for the changed files while their scans are the same, else
+        judged again."""
         from .relevance import Relevance, judge
 
-        key = None
-        if self.cache is not None:
-            key = self.cache.relevance_key(list(scans), [references, gradcheck])
-            cached = self.cache.relevance(key) if key is not None else None
-            if cached is not None:
-                try:
-                    return Relevance.from_json(cached)
-                except (KeyError, TypeError, ValueError):
-                    pass  # damaged: judge again
-        relevance = judge(list(scans.values()), references=references, gradcheck=gradcheck,
-                          module_names=self.module_names, jobs=self.jobs)
-        if key is not None:
-            self.cache.store_relevance(key, relevance.to_json())  # type: ignore[union-attr]
+        if self.cache is None:
+            return judge(list(scans.values()), references=references, gradcheck=gradcheck,
+                         module_names=self.module_names, jobs=self.jobs)
+        cache = self.cache
+        key = cache.relevance_key(list(scans), [references, gradcheck])
+        stored, stats = cache.relevance(key)
+        relevance = None
+        try:
+            relevance = Relevance.from_json(stored) if stored is not None else None
+        except (KeyError, TypeError, ValueError):
+            pass  # damaged: judge again
+        if relevance is not None:
+            changed = [p for p in scans if cache.stat(p) != stats.get(p)]
+            if not changed:
+                return relevance
+            same = len(changed) <= _UPDATE_MAX_FILES and all(
+                _same_scan(cache.previous_scan(p, stats.get(p)), scans[p]) for p in changed)
+            relevance = relevance.updated([scans[p] for p in changed]) if same else None
+        if relevance is None:
+            relevance = judge(list(scans.values()), references=references, gradcheck=gradcheck,
+                              module_names=self.module_names, jobs=self.jobs)
+        cache.store_relevance(key, relevance.to_json(), list(scans))
         return relevance
 
     def _scans(self) -> dict[str, FileScan]:
@@ -359,22 +506,14 @@ class _Run:
                 self.cache.store_scan(scan)
         return {path: scans[path] for path in self._by_path}
 
-    def _cache_key(self) -> str | None:
-        if self.cache is None:
-            return None
-        relevant = [p for p, source in self._by_path.items()
-                    if source.explicit or self.relevance.matters(p)]
-        # Every file's path: a new file may take a module name an import
-        # resolved to before (relevant or not).
-        tree = hashlib.blake2b("\0".join(self._by_path).encode(), digest_size=16).hexdigest()
-        settings = {
-            "scan_tree": self.scan_tree, "prefilter": self.prefilter, "tree": tree,
-            "files": {p: [self._by_path[p].display, sorted(self._by_path[p].codes),
-                          self._by_path[p].explicit] for p in relevant},
-        }
-        return self.cache.fingerprint(settings, relevant)
-
-    def _lint(self, scans: dict[str, FileScan]) -> None:
+    def _lint(self, scans: dict[str, FileScan], check: set[str] | None = None,
+              context: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        """Parse the files that matter and analyse them; with `check`, parse
+        those and `context` up front, analyse only those in `check`, and
+        parse any other file that matters when a name leads there, as a
+        whole run would have (so their findings are a whole run's)."""
+        self._checking = check
+        self._scans_by_path = scans
         relevant = []
         for path, source in self._by_path.items():
             scan = scans[path]
@@ -382,12 +521,16 @@ class _Run:
                 self.result.errors.append((source.display, scan.error))
                 continue
             matters = source.explicit or self.relevance.matters(path)
+            if check is not None and path not in check and path not in context:
+                continue
             if matters or not self.prefilter:
                 relevant.append((source, scan, matters))
         # Sparse parses skip statements; a syntax error there must still be
         # reported as a whole parse would. Check those files whole, in the
-        # background, while the sparse results are analysed.
-        check = SyntaxCheck([s for s, _, _ in relevant if self._sparse_candidate(s)], self.jobs)
+        # background, while the sparse results are analysed. (Unchanged
+        # context files were checked by the run that stored their results.)
+        check = SyntaxCheck([s for s, _, _ in relevant if self._sparse_candidate(s) and (
+            self._checking is None or s.path in self._checking)], self.jobs)
         self._errors_before = len(self.result.errors)
         self._analyse(relevant)
         broken = check.broken()
@@ -399,6 +542,8 @@ class _Run:
 
     def _analyse(self, relevant: list[tuple[SourceInput, FileScan, bool]]) -> None:
         self._findings: list[Finding] = []
+        self._file_findings: dict[str, list[Finding]] = {}
+        self._reads: dict[str, set[str]] = {}  # per analysed file: the files it read
         self._sparse_parsed: dict[str, bool] = {}
         del self.result.errors[self._errors_before:]  # from an earlier pass
         self.result.functions = []
@@ -412,9 +557,15 @@ class _Run:
         self._in_project = {p.source.path for p in parsed if p.module is not None}
         self.project = Project([p.module for p in parsed if p.module is not None],
                                scan_tree=self.scan_tree, loader=self,
-                               candidates=self.relevance.candidates)
+                               candidates=self.relevance.candidates,
+                               lazy=self._checking is not None)
+        seed = self._gradchecked_seed
+        if seed is not None:
+            self.project.cache["gradchecked"] = (
+                {(str(path), str(key)) for path, key in seed["keys"]}, frozenset(seed["reads"]))
         for entry in parsed:
-            self._check(entry)
+            if self._checking is None or entry.source.path in self._checking:
+                self._check(entry)
 
     def _sparse_candidate(self, source: SourceInput) -> bool:
         """Whether `_parse` will try a sparse parse of this file."""
@@ -473,11 +624,15 @@ class _Run:
     def _check(self, entry: ParsedFile) -> None:
         findings = entry.findings
         if entry.module is not None:
-            try:
-                checked = check_module(entry.module, self.project, entry.source.codes)
-            except Exception as exc:
-                self.result.errors.append((entry.source.display, _describe(exc)))
-                checked = []
+            with self.project.reads.frame() as reads:
+                self.project.read(entry.module)  # and what deciding its classes read
+                try:
+                    checked = check_module(entry.module, self.project, entry.source.codes)
+                except Exception as exc:
+                    self.result.errors.append((entry.source.display, _describe(exc)))
+                    checked = []
+            reads.discard(entry.source.path)
+            self._reads[entry.source.path] = reads
             findings = findings + filter_findings(checked, entry.text)
             if self.collect_functions and not entry.source.context:
                 for fn in self.project.functions_in(entry.module):
@@ -485,12 +640,15 @@ class _Run:
                     if target is not None:
                         self.result.functions.append(target)
         self._findings.extend(findings)
+        self._file_findings[entry.source.path] = findings
 
     # -- ModuleLoader: modules parsed on demand ---------------------------------------
-    def load(self, module_name: str, origin_path: str | None = None) -> list[ModuleInfo]:
+    def load(self, module_name: str, origin_path: str | None = None, *,
+             relevant_only: bool = False) -> list[ModuleInfo]:
         """Every file of that module name that this pass did not parse (and,
         with `origin_path`, every file the name reaches through namespace
-        packages from there)."""
+        packages from there); with `relevant_only`, only files that matter
+        (an incremental run did not parse them all up front)."""
         if self._by_last_part is None:
             # By the name's last part, from the path alone: `pkg/ops.py` and
             # `ops/__init__.py` may be `ops`. Only those files are named.
@@ -503,14 +661,32 @@ class _Run:
                     self._by_last_part.setdefault(last, []).append(source)
         found = []
         for source in self._by_last_part.get(module_name.rpartition(".")[2], ()):
-            if source.path not in self._in_project and (
+            if source.path in self._in_project or not (
                     self.module_names(source.path)[0] == module_name if origin_path is None
                     else reachable_as(source.path, module_name, origin_path)):
-                self._loaded.add(source.path)
+                continue
+            if self._checking is not None and source.path in self._context_paths:
+                module = self._parse_context(source)  # as a whole run parses it
+            elif relevant_only:
+                continue
+            else:
                 module = self._parse_whole(source)
-                if module is not None:
-                    found.append(module)
+            if module is not None:
+                found.append(module)
         return found
+
+    def _parse_context(self, source: SourceInput) -> ModuleInfo | None:
+        """A file that matters, parsed only when an incremental run's
+        analysis leads to it, exactly as a whole run would have parsed it."""
+        self._in_project.add(source.path)
+        if source.path in self._broken_context:
+            return None  # it does not parse: a whole run's project lacks it too
+        entry = self._parse(source, self._scans_by_path[source.path], True)
+        if entry is None or entry.module is None:
+            return None
+        if self.prefilter:
+            entry.module.reach = self.relevance.reach.get(source.path, frozenset())
+        return entry.module
 
     def complete(self, module: ModuleInfo) -> ModuleInfo:
         source = next((s for s in self.inputs if s.display == module.path), None)

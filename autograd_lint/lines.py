@@ -9,6 +9,7 @@ of them go through `LineIndex`. `SourceLines` reads the reported files again
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what `ast` counts as a new line
 
@@ -18,7 +19,10 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+        if "\r" in text:
+            self.starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+        else:  # the common case, without a regular expression per line
+            self.starts = [0, *accumulate(len(line) + 1 for line in text.split("\n")[:-1])]
         self.newline = m.group() if (m := LINE_BREAK.search(text)) else "\n"
 
     def line_text(self, line: int) -> str:

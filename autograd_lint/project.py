@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
@@ -21,6 +23,48 @@ if TYPE_CHECKING:
     from .analysis.function_facts import FunctionFacts
 
 _MAX_REEXPORT_HOPS = 8
+# Read by every analysis that asks which Functions some gradcheck exercises:
+# a file that starts calling gradcheck makes those analyses stale.
+GRADCHECK_READS = "<gradcheck calls>"
+
+
+class DependencyLog:
+    """Which files a piece of analysis read, so that a file's findings can be
+    reused while none of those files changed (the per-file result cache).
+
+    Reads are noted in the innermost open frame; a closed frame's reads count
+    for the frame around it too. A memoised result keeps the reads it was
+    computed from (`replay` them on each reuse): a helper's summary computed
+    while checking one file is also a read of the helper's file for every
+    other file that uses it."""
+
+    __slots__ = ("_frames",)
+
+    def __init__(self) -> None:
+        self._frames: list[set[str]] = []
+
+    @property
+    def recording(self) -> bool:
+        return bool(self._frames)
+
+    def read(self, path: str) -> None:
+        if self._frames:
+            self._frames[-1].add(path)
+
+    def replay(self, paths: Iterable[str]) -> None:
+        if self._frames:
+            self._frames[-1].update(paths)
+
+    @contextmanager
+    def frame(self) -> Iterator[set[str]]:
+        frame: set[str] = set()
+        self._frames.append(frame)
+        try:
+            yield frame
+        finally:
+            self._frames.pop()
+            if self._frames:
+                self._frames[-1].update(frame)
 CTX_PARAM_NAMES = frozenset({"ctx", "context", "_ctx"})
 
 
@@ -177,7 +221,8 @@ class FunctionClass:
 class ModuleLoader(Protocol):
     """Parses scanned files on demand, for resolution across modules."""
 
-    def load(self, module_name: str, origin_path: str | None = None) -> list[ModuleInfo]:
+    def load(self, module_name: str, origin_path: str | None = None, *,
+             relevant_only: bool = False) -> list[ModuleInfo]:
         """The files of that module name not in the project yet, parsed whole;
         with `origin_path`, also the files `import module_name` reaches from
         there through namespace packages (see `reachable_as`)."""
@@ -209,7 +254,7 @@ class Project:
 
     def __init__(self, modules: list[ModuleInfo], *, scan_tree: bool = False,
                  loader: ModuleLoader | None = None,
-                 candidates: frozenset[str] | None = None) -> None:
+                 candidates: frozenset[str] | None = None, lazy: bool = False) -> None:
         self.modules = modules
         # A scan of a whole tree (directories given): project-level rules
         # such as AGF301 only make sense then.
@@ -218,6 +263,9 @@ class Project:
         # Function (one of `candidates`) resolves into them.
         self.loader = loader
         self.candidates = candidates
+        # lazy: files that matter were not all parsed up front (an incremental
+        # run); any name that leads to one loads it, as if it had been.
+        self.lazy = lazy
         self._tried: set[str] = set()
         self.cache: dict[str, object] = {}  # project-wide results shared by checkers
         self.by_name: dict[str, list[ModuleInfo]] = {}
@@ -225,9 +273,16 @@ class Project:
         for module in modules:
             self._register(module)
         self._state: dict[ClassInfo, bool | None] = {}  # None while being decided (cycles)
+        self._state_reads: dict[ClassInfo, frozenset[str]] = {}
         self.functions: dict[ClassInfo, FunctionClass] = {}
         self.subclassed: set[ClassInfo] = set()
+        self._subclass_paths: dict[ClassInfo, set[str]] = {}  # base -> files deriving from it
+        self.reads = DependencyLog()
+        # Per file: what deciding its classes (Functions? which bases?) read.
+        self._build_reads: dict[str, frozenset[str]] = {}
+        self._built = False
         self._build()
+        self._built = True
 
     # -- resolution ------------------------------------------------------------
     def resolve(self, name: str | None, origin: ModuleInfo, *,
@@ -244,6 +299,7 @@ class Project:
         for _ in range(_MAX_REEXPORT_HOPS):
             if name in FUNCTION_BASES:
                 return Resolved(name)
+            self.read(module)
             found = module.class_named(name)
             if found is not None:
                 return Resolved(name, module, *found)
@@ -259,6 +315,7 @@ class Project:
                 cut -= 1
             if target is None:
                 return Resolved(name)
+            self.read(target)
             found = target.class_named(name)
             if found is not None:
                 return Resolved(name, target, *found)
@@ -271,25 +328,27 @@ class Project:
     def module_named(self, name: str, origin: ModuleInfo, *,
                      load: bool = False) -> ModuleInfo | None:
         """The scanned module `import name` gives in `origin`."""
-        if load:
-            self._load(name)
+        if load or self.lazy:
+            self._load(name, relevant_only=not load)
         found = self.by_name.get(name)
         if not found and "." in name:
             found = self._through_namespaces(name, origin, load)
         if not found:
             return None
-        return found[0] if len(found) == 1 else _choose(found, origin)
+        module = found[0] if len(found) == 1 else _choose(found, origin)
+        self.read(module)
+        return module
 
     def _through_namespaces(self, name: str, origin: ModuleInfo,
                             load: bool) -> list[ModuleInfo]:
         """`from src.ops import fns` where no folder has an `__init__.py`:
         the files under those folders that the import reaches (namespace
         packages), though their own module name is the file's alone."""
-        if load and self.loader is not None:
-            key = f"{name} from {os.path.dirname(os.path.abspath(origin.path))}"
+        if (load or self.lazy) and self.loader is not None:
+            key = f"{name} from {os.path.dirname(os.path.abspath(origin.path))} {load}"
             if key not in self._tried:
                 self._tried.add(key)
-                for module in self.loader.load(name, origin.path):
+                for module in self.loader.load(name, origin.path, relevant_only=not load):
                     self._register(module)
         last = name.rpartition(".")[2]
         return [module for module in self._by_last_part.get(last, ())
@@ -302,11 +361,12 @@ class Project:
             return None
         return self.functions.get(resolved.cls)
 
-    def _load(self, module_name: str) -> None:
-        if self.loader is None or module_name in self._tried:
+    def _load(self, module_name: str, *, relevant_only: bool = False) -> None:
+        key = f"{module_name} {relevant_only}"
+        if self.loader is None or key in self._tried:
             return
-        self._tried.add(module_name)
-        for module in self.loader.load(module_name):
+        self._tried.add(key)
+        for module in self.loader.load(module_name, relevant_only=relevant_only):
             self._register(module)
 
     def _register(self, module: ModuleInfo) -> None:
@@ -315,10 +375,23 @@ class Project:
             same.append(module)
             self._by_last_part.setdefault(module.module_name.rpartition(".")[2],
                                           []).append(module)
+            if getattr(self, "_built", False):
+                # Loaded while checking (a name led there): its Functions count
+                # too, as they would had it been parsed up front.
+                self._link(self._classify([module]))
+
+    def read(self, module: ModuleInfo) -> None:
+        """Note that the analysis under way read `module` (and, through it,
+        whatever deciding its classes read)."""
+        log = self.reads
+        if log.recording:
+            log.read(module.path)
+            log.replay(self._build_reads.get(module.path, ()))
 
     def complete(self, module: ModuleInfo) -> ModuleInfo:
         """The whole version of a sparsely parsed module (for lookups of things
         the sparse parse left out)."""
+        self.read(module)
         if not module.partial or self.loader is None:
             return module
         whole = self.loader.complete(module)
@@ -330,11 +403,15 @@ class Project:
 
     def is_function_class(self, info: ClassInfo) -> bool:
         if info in self._state:
+            self.reads.replay(self._state_reads.get(info, ()))
             return bool(self._state[info])  # None: still being decided (a cycle)
         self._state[info] = None
-        result = info.key not in FUNCTION_BASES and any(
-            self._is_function_base(name, info.module) for name in info.base_names)
+        with self.reads.frame() as reads:
+            self.read(info.module)
+            result = info.key not in FUNCTION_BASES and any(
+                self._is_function_base(name, info.module) for name in info.base_names)
         self._state[info] = result
+        self._state_reads[info] = frozenset(reads)
         return result
 
     def _is_function_base(self, name: str | None, origin: ModuleInfo) -> bool:
@@ -351,27 +428,46 @@ class Project:
         # they are not custom Functions. Resolution may load more modules:
         # their classes count too (as bases), until no module is added.
         done: set[int] = set()
+        found: list[FunctionClass] = []
         while True:
             pending = [m for same in self.by_name.values() for m in same if id(m) not in done]
             if not pending:
                 break
-            for module in pending:
-                done.add(id(module))
+            done.update(id(module) for module in pending)
+            found += self._classify(pending)
+        self._link(found)
+
+    def _classify(self, modules: list[ModuleInfo]) -> list[FunctionClass]:
+        """The Functions of these modules."""
+        found: list[FunctionClass] = []
+        for module in modules:
+            with self.reads.frame() as reads:
                 for info in module.classes:
                     if info not in self.functions and self.is_function_class(info):
-                        self.functions[info] = FunctionClass(info=info, project=self)
-        for fn in self.functions.values():
-            for name in fn.info.base_names:
-                resolved = self.resolve(name, fn.module)
-                base = self.functions.get(resolved.cls) if resolved is not None and \
-                    resolved.cls is not None and not resolved.attrs else None
-                fn.bases.append(base)
-                if base is None and (resolved is None or resolved.name not in FUNCTION_BASES
-                                     or resolved.attrs):
-                    fn.bases_known = False
+                        fn = self.functions[info] = FunctionClass(info=info, project=self)
+                        found.append(fn)
+            self._build_reads[module.path] = self._build_reads.get(module.path, frozenset()) \
+                | reads
+        return found
+
+    def _link(self, found: list[FunctionClass]) -> None:
+        """Resolve the bases of these Functions and collect their members."""
+        for fn in found:
+            with self.reads.frame() as reads:
+                for name in fn.info.base_names:
+                    resolved = self.resolve(name, fn.module)
+                    base = self.functions.get(resolved.cls) if resolved is not None and \
+                        resolved.cls is not None and not resolved.attrs else None
+                    fn.bases.append(base)
+                    if base is None and (resolved is None or resolved.name not in FUNCTION_BASES
+                                         or resolved.attrs):
+                        fn.bases_known = False
+                    if base is not None:
+                        self.subclassed.add(base.info)
+                        self._subclass_paths.setdefault(base.info, set()).add(fn.module.path)
+            path = fn.module.path
+            self._build_reads[path] = self._build_reads[path] | reads
             _collect_members(fn)
-        self.subclassed = {base.info for fn in self.functions.values()
-                           for base in fn.bases if base is not None}
 
     @cached_property
     def effects(self) -> Effects:
@@ -383,6 +479,7 @@ class Project:
 
     def has_subclasses(self, fn: FunctionClass) -> bool:
         """Whether some known Function derives from `fn` (it is a base class)."""
+        self.reads.replay(self._subclass_paths.get(fn.info, ()))
         return fn.info in self.subclassed
 
     def functions_in(self, module: ModuleInfo) -> list[FunctionClass]:

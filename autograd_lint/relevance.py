@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .scan import FileScan
@@ -56,9 +56,45 @@ class Relevance:
     references_wanted: bool
     gradcheck_wanted: bool
     reach: dict[str, frozenset[str]]  # per path: candidate names the file can use
+    # What the content of each file (beyond its scan) added, so that a file
+    # edited without changing its scan can be judged again on its own (see
+    # `updated`): the names it reaches as attributes, the aliases it binds;
+    # and the files searched for attributes, the module name parts.
+    dotted: dict[str, frozenset[str]] = field(default_factory=dict)
+    aliases: dict[str, frozenset[str]] = field(default_factory=dict)
+    binding: frozenset[str] = frozenset()
+    leaves: frozenset[str] = frozenset()
 
     def matters(self, path: str) -> bool:
         return path in self.defining or path in self.referencing or path in self.gradchecking
+
+    def updated(self, scans: list[FileScan]) -> Relevance | None:
+        """The relevance after these files changed while their scans stayed
+        the same (the caller compares them): their attribute references are
+        searched again; None when an alias they bind appeared or went, which
+        may change which names are Functions (judge the tree again)."""
+        names = frozenset(self.candidates)
+        reach = dict(self.reach)
+        dotted = dict(self.dotted)
+        aliases = dict(self.aliases)
+        for scan in scans:
+            path = scan.path
+            found = _dotted_chunk([path], names, self.leaves).get(path, frozenset()) \
+                if path in self.binding else frozenset()
+            kept = reach.get(path, frozenset()) - dotted.get(path, frozenset())
+            # A name reached by import or header stays reached (the scan is the same).
+            now = kept | found
+            bound = frozenset(aliases_in({path: set(now)}).get(path, ()))
+            if bound != aliases.get(path, frozenset()):
+                return None
+            for table, value in ((reach, now), (dotted, found)):
+                if value:
+                    table[path] = value
+                else:
+                    table.pop(path, None)
+        referencing = frozenset(p for p in reach if p not in self.defining) \
+            if self.references_wanted else frozenset()
+        return replace(self, referencing=referencing, reach=reach, dotted=dotted)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -67,6 +103,9 @@ class Relevance:
             "references_wanted": self.references_wanted,
             "gradcheck_wanted": self.gradcheck_wanted,
             "reach": {path: sorted(names) for path, names in self.reach.items()},
+            "dotted": {path: sorted(names) for path, names in self.dotted.items()},
+            "aliases": {path: sorted(names) for path, names in self.aliases.items()},
+            "binding": sorted(self.binding), "leaves": sorted(self.leaves),
         }
 
     @classmethod
@@ -77,13 +116,16 @@ class Relevance:
                 raise ValueError("malformed relevance")
             return frozenset(value)
 
-        reach = data["reach"]
-        if not isinstance(reach, dict):
-            raise ValueError("malformed relevance")
+        def tables(value: object) -> dict[str, frozenset[str]]:
+            if not isinstance(value, dict):
+                raise ValueError("malformed relevance")
+            return {str(path): strings(names) for path, names in value.items()}
+
         return cls(strings(data["candidates"]), strings(data["defining"]),
                    strings(data["referencing"]), strings(data["gradchecking"]),
                    bool(data["references_wanted"]), bool(data["gradcheck_wanted"]),
-                   {str(path): strings(names) for path, names in reach.items()})
+                   tables(data["reach"]), tables(data["dotted"]), tables(data["aliases"]),
+                   strings(data["binding"]), strings(data["leaves"]))
 
 
 def judge(scans: list[FileScan], *, references: bool, gradcheck: bool,
@@ -98,6 +140,8 @@ def judge(scans: list[FileScan], *, references: bool, gradcheck: bool,
     headers = _Headers(scans)
     new = headers.derived(headers.direct)
     reach: dict[str, set[str]] = {}
+    dotted: dict[str, set[str]] = {}
+    bound: dict[str, set[str]] = {}
     targets: _ImportTargets | None = None
     binding: list[str] = []  # files that bind a project module: `pkg.sub.ops.MyFn`
     while True:
@@ -117,9 +161,14 @@ def judge(scans: list[FileScan], *, references: bool, gradcheck: bool,
         for path, got in dotted_references(binding, frozenset(new), targets.leaves,
                                            jobs).items():
             gained.setdefault(path, set()).update(got)
+            dotted.setdefault(path, set()).update(got)
         for path, got in gained.items():
             reach.setdefault(path, set()).update(got)
-        aliases = aliases_in(gained) - names
+        aliases: set[str] = set()
+        for path, found in aliases_in(gained).items():
+            bound.setdefault(path, set()).update(found)
+            aliases |= found
+        aliases -= names
         new = headers.derived(aliases, names) | aliases
     frozen = frozenset(names)
     defining = frozenset(scan.path for scan in scans if any(
@@ -128,7 +177,10 @@ def judge(scans: list[FileScan], *, references: bool, gradcheck: bool,
         else frozenset()
     gradchecking = frozenset(scan.path for scan in scans if gradcheck and scan.gradcheck)
     return Relevance(frozen, defining, referencing, gradchecking, references, gradcheck,
-                     {path: frozenset(got) for path, got in reach.items()})
+                     {path: frozenset(got) for path, got in reach.items()},
+                     {path: frozenset(got) for path, got in dotted.items()},
+                     {path: frozenset(got) for path, got in bound.items() if got},
+                     frozenset(binding), targets.leaves if targets is not None else frozenset())
 
 
 class _Headers:
@@ -160,11 +212,13 @@ class _Headers:
 class _ImportTargets:
     """Which names a file's imports can bring within reach.
 
-    By name: `from M import Name` of a known name reaches it, whatever M (a
-    re-export from any module counts). By module: a file that binds a module
-    of the project (`import pkg`, `from pkg import sub`) can reach any name
-    through attributes (`pkg.sub.ops.MyFn`); those files are searched for
-    `.Name` (see `dotted_references`)."""
+    By name: `from M import Name` of a known name reaches it, whatever M in
+    the tree (a re-export from any module counts), but not from a module the
+    tree cannot hold (`from typing import Type` never reaches a Function of
+    the tree named `Type`, as the engine would not resolve it there). By
+    module: a file that binds a module of the project (`import pkg`, `from
+    pkg import sub`) can reach any name through attributes (`pkg.sub.ops.MyFn`);
+    those files are searched for `.Name` (see `dotted_references`)."""
 
     def __init__(self, scans: list[FileScan], module_names: ModuleNamer | None = None) -> None:
         import os
@@ -179,7 +233,12 @@ class _ImportTargets:
             directory, _, filename = scan.path.rpartition(os.sep)
             files_by_directory.setdefault(directory, []).append(filename)
         # Per directory, not per file: trees hold many files per package.
+        # First parts of the absolute imports the engine may resolve into the
+        # tree: its top modules, and every folder name (namespace packages:
+        # `from src.ops import F` reaches `src/ops.py` without `__init__.py`).
+        self._tops: set[str] = set()
         for directory, filenames in files_by_directory.items():
+            self._tops.update(directory.split(os.sep))
             package = self._module_name_for.package_of_directory(directory)
             self.modules.update(".".join(package[:depth]) for depth in range(1, len(package) + 1))
             leaves.update(package)
@@ -190,18 +249,20 @@ class _ImportTargets:
             self.modules.update(prefix + stem for stem in stems)
             leaves.update(stems)
         self.leaves = frozenset(leaves)
+        self._tops.update(module.partition(".")[0] for module in self.modules)
 
-    @staticmethod
-    def imported(scan: FileScan, names: set[str]) -> set[str]:
-        """The names imported by name (`from M import Name`)."""
-        return {name for _, name in scan.imports if name in names}
+    def imported(self, scan: FileScan, names: set[str]) -> set[str]:
+        """The names imported by name (`from M import Name`) from modules
+        the tree may hold."""
+        return {name for module, name in scan.imports if name in names and (
+            module.startswith(".") or module.partition(".")[0] in self._tops)}
 
     def binds_module(self, scan: FileScan) -> bool:
         """Whether the file binds a module of the project to a name."""
         package: str | None = None
         for module, name in scan.imports:
             if not name:
-                if module.split(".", 1)[0] in self.modules:
+                if module.split(".", 1)[0] in self._tops:
                     return True
                 continue
             if name not in self.leaves:
@@ -210,7 +271,10 @@ class _ImportTargets:
                 if package is None:
                     package = self._package_of(scan.path)
                 module = _absolute(module, package)
-            if f"{module}.{name}" in self.modules:
+            parts = f"{module}.{name}".split(".")
+            # Leading parts may be folders without `__init__.py` (namespace
+            # packages): `megatron.core.ops` is the module `core.ops` there.
+            if any(".".join(parts[first:]) in self.modules for first in range(len(parts) - 1)):
                 return True
         return False
 
@@ -219,16 +283,18 @@ class _ImportTargets:
         return name if is_package else name.rpartition(".")[0]
 
 
-def aliases_in(gained: dict[str, set[str]]) -> set[str]:
-    """Names bound to one of the gained names (`Legacy = ops.Scale`, `A = B =
-    Scale`, annotated or not) in each file: they may denote a Function too."""
+def aliases_in(gained: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Per file, the names bound to one of the names it gained (`Legacy =
+    ops.Scale`, `A = B = Scale`, annotated or not): they may denote a
+    Function too."""
     from .scan import read_file
 
-    found: set[str] = set()
+    by_path: dict[str, set[str]] = {}
     for path, names in gained.items():
         data = read_file(path)
         if data is None:
             continue
+        found = by_path.setdefault(path, set())
         for name in names:
             word = name.encode()
             start = data.find(word)
@@ -241,7 +307,7 @@ def aliases_in(gained: dict[str, set[str]]) -> set[str]:
                     found.update(t.decode("latin-1")
                                  for t in _TARGET.findall(match.group("targets")))
                 start = data.find(word, start + len(word))
-    return found
+    return by_path
 
 
 # `A = B: T = pkg.Name  # comment`: targets, then the value.
@@ -377,6 +443,9 @@ def statement_keeper(relevance: Relevance, path: str,
     """Which top-level statements of a large relevant file to parse."""
     candidates = relevance.candidates
     reachable = tuple(relevance.reach.get(path, ())) if relevance.references_wanted else ()
+    # As a word: a reachable `Type` is not what `DataType` names.
+    words = re.compile(r"\b(?:" + "|".join(map(re.escape, reachable)) + r")\b") \
+        if reachable else None
 
     def keep(chunk: str) -> bool:
         if _imports_only(chunk):
@@ -391,7 +460,8 @@ def statement_keeper(relevance: Relevance, path: str,
                 if any(is_function_base(b, aliases, candidates)
                        for b in _BASE.findall(match.group(1))):
                     return True
-        if any(name in chunk for name in reachable):
+        if words is not None and any(name in chunk for name in reachable) and \
+                words.search(chunk) is not None:
             return True
         return relevance.gradcheck_wanted and ("gradcheck" in chunk or "opcheck" in chunk) \
             and _GRADCHECK.search(chunk) is not None

@@ -12,6 +12,13 @@ leading operator or `and`/`or`/comprehension clause). Every doubt joins
 statements, which costs only time. A wrong split leaves a piece with an
 unmatched bracket or a dangling operator, so the sparse text fails to parse
 and the caller parses the whole file.
+
+A large kept class that is not kept for its own header (a test class with a
+Function defined in one of its methods, a code generator that names a
+Function once) is split the same way one level down: its header and the
+members the predicate selects are kept, the other members blanked. A class
+header always opens a body the same indentation deep, so a member starts on
+a line at exactly that indentation, with the same rules as above.
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ _SKIP_TO_TRIPLE = re.compile(
     r"|'''(?:[^'\\]++|\\.?|'(?!''))*+(?:'''|\Z)|\Z)",
     re.S)
 _COLUMN_ZERO = re.compile(r"^[^\s#)\]}]", re.M)
+_INDENT = re.compile(r"[ \t]*")
 _WORD = re.compile(r"\w+")
 _CONTINUATIONS = ("else", "elif", "except", "finally", "case")
 # A statement never ends with these: the next line continues it.
@@ -45,8 +53,10 @@ _EXPRESSION_WORDS = frozenset({"and", "or", "in", "is", "not", "if", "for"})
 Chunk = tuple[int, int]  # [first line, last line + 1), 0-based
 
 
-def top_level_chunks(text: str) -> list[Chunk]:
-    """Line ranges of the top-level statements of a module."""
+def top_level_chunks(text: str, indent: str = "") -> list[Chunk]:
+    """Line ranges of the top-level statements of a module, or with `indent`,
+    of the statements that start exactly that deep (a class body's members;
+    what comes before the first of them is not a chunk)."""
     spans = []
     position = 0
     while position < len(text):
@@ -61,17 +71,20 @@ def top_level_chunks(text: str) -> list[Chunk]:
     # (line number, offset) of each statement start, counting newlines as we go.
     starts: list[tuple[int, int]] = []
     line, counted_to = 0, 0
-    for match in _COLUMN_ZERO.finditer(text):
-        offset = match.start()
+    starts_at = _COLUMN_ZERO if not indent else \
+        re.compile("^" + re.escape(indent) + r"[^\s#)\]}]", re.M)
+    for match in starts_at.finditer(text):
+        line_start = match.start()
+        offset = line_start + len(indent)  # the statement's first character
         index = bisect.bisect_right(span_starts, offset) - 1
         if index >= 0 and spans[index][0] < offset < spans[index][1]:
             continue  # inside a multi-line string
-        if offset >= 2 and text[offset - 2] == "\\":
+        if line_start >= 2 and text[line_start - 2] == "\\":
             continue  # the previous line ends with a backslash continuation
-        if _continues_expression(text, offset):
+        if _continues_expression(text, line_start, offset):
             continue  # inside brackets or an expression: not a statement of its own
-        line += text.count("\n", counted_to, offset)
-        counted_to = offset
+        line += text.count("\n", counted_to, line_start)
+        counted_to = line_start
         starts.append((line, offset))
     total_lines = line + text.count("\n", counted_to) + 1
     chunks: list[Chunk] = []
@@ -89,9 +102,9 @@ def top_level_chunks(text: str) -> list[Chunk]:
     return chunks
 
 
-def _continues_expression(text: str, offset: int) -> bool:
-    """Whether the column-0 line at `offset` continues an expression begun
-    before it (a bracket left open, a trailing operator, a comprehension)."""
+def _continues_expression(text: str, line_start: int, offset: int) -> bool:
+    """Whether the line whose code starts at `offset` continues an expression
+    begun before it (a bracket left open, a trailing operator, a comprehension)."""
     if text[offset] in _OPERATOR_STARTS:
         return True
     word = _WORD.match(text, offset)
@@ -103,7 +116,7 @@ def _continues_expression(text: str, offset: int) -> bool:
         line = text[offset: end if end >= 0 else len(text)]
         return not line.split("#", 1)[0].rstrip().endswith(":") and \
             not line.rstrip().endswith(":")
-    return _open_at_end_of_previous_line(text, offset)
+    return _open_at_end_of_previous_line(text, line_start)
 
 
 def _open_at_end_of_previous_line(text: str, offset: int) -> bool:
@@ -139,24 +152,80 @@ def parse_sparse(text: str, keep: Callable[[str], bool], filename: str, *,
     # Lines end at "\n" only, as for the parser (str.splitlines would also
     # break at form feeds and other separators the parser treats as spaces).
     lines = text.split("\n")
-    chunks = top_level_chunks(text)
-    kept = [c for c in chunks if keep("\n".join(lines[c[0]:c[1]]))]
-    if sum(end - start for start, end in kept) > max_fraction * max(len(lines), 1):
+    kept = [c for c in top_level_chunks(text) if keep(_text(lines, c))]
+    split = [piece for chunk in kept for piece in _kept_members(lines, chunk, keep)]
+    limit = max_fraction * max(len(lines), 1)
+    # Split classes first; if a member boundary was wrong, whole classes.
+    for attempt in (split, kept) if split != kept else (kept,):
+        if sum(end - start for start, end in attempt) > limit:
+            continue
+        out = [""] * len(lines)
+        for start, end in attempt:
+            out[start:end] = lines[start:end]
+        try:
+            return ast.parse("\n".join(out), filename=filename)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    if not piecewise:
         return None
-    out = [""] * len(lines)
-    for start, end in kept:
-        out[start:end] = lines[start:end]
-    try:
-        return ast.parse("\n".join(out), filename=filename)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        if not piecewise:
-            return None
     body = []
     for start, end in kept:
         try:
-            piece = ast.parse("\n".join(lines[start:end]), filename=filename)
+            piece = ast.parse(_text(lines, (start, end)), filename=filename)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         ast.increment_lineno(piece, start)
         body.extend(piece.body)
     return ast.Module(body=body, type_ignores=[])
+
+
+def _text(lines: list[str], chunk: Chunk) -> str:
+    return "\n".join(lines[chunk[0]:chunk[1]])
+
+
+# Classes shorter than this are kept whole: splitting them saves little.
+SPLIT_CLASS_LINES = 60
+_CLASS = re.compile(r"[ \t]*class[ \t]")
+_DECORATOR_OR_CLASS = re.compile(r"[ \t]*(?:@|class[ \t])")
+
+
+def _kept_members(lines: list[str], chunk: Chunk, keep: Callable[[str], bool]) -> list[Chunk]:
+    """The parts of a kept chunk to parse: all of it, or, for a long class
+    not kept for its own header, the header and the members `keep` selects
+    (themselves split when they are long classes)."""
+    start, end = chunk
+    if end - start < SPLIT_CLASS_LINES or not _DECORATOR_OR_CLASS.match(lines[start]):
+        return [chunk]
+    indent = _INDENT.match(lines[start]).group()  # type: ignore[union-attr]
+    class_line = next((i for i in range(start, end) if lines[i].startswith(indent)
+                       and _CLASS.match(lines[i]) and
+                       _INDENT.match(lines[i]).group() == indent), None)  # type: ignore[union-attr]
+    body_start = _header_end(lines, class_line, end) if class_line is not None else None
+    if body_start is None or keep(_text(lines, (start, body_start))):
+        return [chunk]
+    first_code = next((i for i in range(body_start, end)
+                       if lines[i].strip() and not lines[i].lstrip().startswith("#")), None)
+    if first_code is None:
+        return [chunk]
+    body_indent = _INDENT.match(lines[first_code]).group()  # type: ignore[union-attr]
+    if len(body_indent) <= len(indent) or not body_indent.startswith(indent):
+        return [chunk]
+    members = top_level_chunks(_text(lines, (body_start, end)), body_indent)
+    if not members or members[0][0] + body_start != first_code:
+        return [chunk]  # the body does not start with a member: do not guess
+    kept = [piece for first, last in members
+            if keep(_text(lines, (first + body_start, last + body_start)))
+            for piece in _kept_members(lines, (first + body_start, last + body_start), keep)]
+    return [(start, body_start), *kept] if kept else [chunk]
+
+
+def _header_end(lines: list[str], class_line: int, end: int) -> int | None:
+    """The line after a class header (`class A(\n    B,\n):` spans three),
+    None for a one-line class or a header this cannot read."""
+    depth = 0
+    for index in range(class_line, min(end, class_line + 50)):
+        code = lines[index].split("#", 1)[0].rstrip()
+        depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+        if depth == 0:
+            return index + 1 if code.endswith(":") else None
+    return None

@@ -14,7 +14,7 @@ from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 from autograd_lint.fixes import instance_call_to_apply
 from autograd_lint.model import ClassInfo, FunctionNode, ModuleInfo, Scope, plain_name
-from autograd_lint.project import FunctionClass, Project, Resolved
+from autograd_lint.project import GRADCHECK_READS, FunctionClass, Project, Resolved
 
 from .base import Checker, source_text
 
@@ -198,8 +198,8 @@ class UsageChecker(Checker):
                           why="so autograd records nothing and gradients silently stop here")
 
     # -- AGF301 ----------------------------------------------------------------
-    def agf301_no_gradcheck(self, fn: FunctionClass, exercised: set[ClassInfo]) -> None:
-        if fn.info in exercised or self.project.has_subclasses(fn):
+    def agf301_no_gradcheck(self, fn: FunctionClass, exercised: set[tuple[str, str]]) -> None:
+        if (fn.module.path, fn.info.key) in exercised or self.project.has_subclasses(fn):
             return
         if fn.method("forward") is None or (fn.method("backward") is None and
                                             fn.method("vjp") is None):
@@ -210,24 +210,32 @@ class UsageChecker(Checker):
 # ---------------------------------------------------------------------------
 # Which Functions a gradcheck in the scanned tree exercises
 # ---------------------------------------------------------------------------
-def gradchecked(project: Project) -> set[ClassInfo]:
-    """The classes of every Function that some gradcheck/gradgradcheck/opcheck call
-    exercises: `MyFn.apply`, a lambda or a helper that calls it, a name bound
-    to it, an imported alias, a pytest parameter listing it."""
-    cached = project.cache.get("gradchecked")
-    if cached is None:
-        cached = set()
-        for module in project.modules:
-            if not any(word in module.source for word in _GRADCHECKS):
-                continue
-            for call, site in CallSites(module, project, _GRADCHECK_WORDS):
-                if _is_gradcheck(call, site.scope):
-                    target = call.args[0] if call.args else next(
-                        (kw.value for kw in call.keywords if kw.arg in ("func", "fn", "op")), None)
-                    if target is not None:
-                        cached |= _Exercised(project, module).keys(target, site)
-        project.cache["gradchecked"] = cached
-    return cached
+def gradchecked(project: Project) -> set[tuple[str, str]]:
+    """(file, class key) of every Function that some gradcheck/gradgradcheck/
+    opcheck call exercises: `MyFn.apply`, a lambda or a helper that calls it,
+    a name bound to it, an imported alias, a pytest parameter listing it.
+    (An incremental run may hand in the answer of an earlier run, with the
+    files it read, as `project.cache["gradchecked"]`.)"""
+    if "gradchecked" not in project.cache:
+        with project.reads.frame() as reads:  # every file that calls gradcheck
+            project.reads.read(GRADCHECK_READS)
+            cached: set[ClassInfo] = set()
+            for module in project.modules:
+                if not any(word in module.source for word in _GRADCHECKS):
+                    continue
+                project.read(module)
+                for call, site in CallSites(module, project, _GRADCHECK_WORDS):
+                    if _is_gradcheck(call, site.scope):
+                        target = call.args[0] if call.args else next(
+                            (kw.value for kw in call.keywords if kw.arg in ("func", "fn", "op")),
+                            None)
+                        if target is not None:
+                            cached |= _Exercised(project, module).keys(target, site)
+        project.cache["gradchecked"] = ({(info.module.path, info.key) for info in cached},
+                                        frozenset(reads))
+    found, reads = project.cache["gradchecked"]  # type: ignore[misc]
+    project.reads.replay(reads)
+    return found
 
 
 _GRADCHECK_WORDS = ("gradcheck", "opcheck")

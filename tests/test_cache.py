@@ -75,8 +75,8 @@ def test_damaged_caches_are_ignored(project: Path, capsys) -> None:
     expected = check(capsys)
     cache = project / CACHE_DIR
     damages = [
-        ("result.json", "{not json"),
-        ("result.json", json.dumps({"key": None, "findings": [1, 2]})),
+        ("files.json", "{not json"),
+        ("files.json", json.dumps({"key": None, "findings": [1, 2]})),
         ("scans.json", json.dumps({"code": "x", "files": []})),
         ("scans.json", "[]"),
     ]
@@ -88,21 +88,24 @@ def test_damaged_caches_are_ignored(project: Path, capsys) -> None:
     for entry in scans["files"].values():
         entry["scan"] = {"headers": 5}
     (cache / "scans.json").write_text(json.dumps(scans))
-    result = json.loads((cache / "result.json").read_text())
-    result["findings"] = [{"path": 1}]
-    (cache / "result.json").write_text(json.dumps(result))
-    assert check(capsys) == expected
+    for damage in ({"findings": [{"path": 1}]}, {"findings": 7}, {"reads": 5}, {"digest": 3}):
+        check(capsys)  # store sound records again
+        result = json.loads((cache / "files.json").read_text())
+        for record in result["files"].values():
+            record.update(damage)
+        (cache / "files.json").write_text(json.dumps(result))
+        assert check(capsys) == expected, damage
 
 
 def test_cache_dir_option_and_environment(project: Path, capsys, monkeypatch,
                                           tmp_path_factory) -> None:
     elsewhere = tmp_path_factory.mktemp("cache") / "nested"
     check(capsys, "--cache-dir", str(elsewhere))
-    assert (elsewhere / "result.json").exists() and not (project / CACHE_DIR).exists()
+    assert (elsewhere / "files.json").exists() and not (project / CACHE_DIR).exists()
     from_env = tmp_path_factory.mktemp("env-cache")
     monkeypatch.setenv("AUTOGRAD_LINT_CACHE_DIR", str(from_env))
     check(capsys)
-    assert (from_env / "result.json").exists() and not (project / CACHE_DIR).exists()
+    assert (from_env / "files.json").exists() and not (project / CACHE_DIR).exists()
 
 
 def test_an_unwritable_cache_dir_is_no_error(project: Path, capsys) -> None:
@@ -126,5 +129,9 @@ def test_relevance_is_reused_until_a_file_changes(project: Path, capsys, monkeyp
     monkeypatch.setattr(relevance, "judge", lambda *a, **k: judged.append(1) or real_judge(*a, **k))
     (project / "pyproject.toml").write_text('[tool.autograd-lint]\nignore = ["AGF008"]\n')
     assert check(capsys) == first and judged == []  # new settings, same files: not judged
+    # An edit that leaves the file's scan as it was: only that file is judged again.
     (project / "helpers.py").write_text("def add(a, b):\n    return b + a\n")
+    assert check(capsys) == first and judged == []
+    # One that changes what the scan sees (an import): the tree is judged again.
+    (project / "helpers.py").write_text("import os\n\n\ndef add(a, b):\n    return b + a\n")
     assert check(capsys) == first and judged == [1]

@@ -171,6 +171,73 @@ def project(tmp_path: Path) -> Path:
         def py312_only[T](x: T) -> T:
             return x
         '''))
+    # A long test class with a Function inside one method: only that method
+    # and the class header are parsed (the class is split into its members).
+    methods = "".join(f"    def test_{n}(self):\n        assert helper_{n}([1, 2]) == 3\n\n"
+                      for n in range(40))
+    inner = textwrap.indent(textwrap.dedent('''
+        def test_inner(self):
+            class Inner(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.x = x
+                    return x * 2
+
+                @staticmethod
+                def backward(ctx, grad):
+                    return grad * 2
+
+            return Inner.apply(torch.ones(1))
+
+        def test_direct(self):
+            return ops.Scale.forward(None, 1.0, 2.0)
+        '''), "    ")
+    (tmp_path / "test_suite.py").write_text(
+        big("import torch\nfrom pkg import ops\n\n\nclass TestSuite:\n") + methods + inner)
+    # A helper the sparse parse leaves out (it names no Function) changes
+    # the gradient in place: its summary needs the whole file.
+    (tmp_path / "helpers.py").write_text(big('''
+        import torch
+
+
+        def clip_(grad, limit):
+            grad.clamp_(-limit, limit)
+            return grad
+
+
+        class Clipped(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, grad):
+                return clip_(grad, 1.0)
+        '''))
+    # A namespace package (no `__init__.py` above `core`): `from ns.core
+    # import nsops` binds a module of the tree.
+    (tmp_path / "ns" / "core").mkdir(parents=True)
+    (tmp_path / "ns" / "core" / "__init__.py").write_text("")
+    (tmp_path / "ns" / "core" / "nsops.py").write_text(textwrap.dedent('''
+        import torch
+
+
+        class NsFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+        '''))
+    (tmp_path / "test_ns.py").write_text(textwrap.dedent('''
+        from ns.core import nsops
+
+
+        def test_backward():
+            return nsops.NsFn.backward(None, 1.0)
+        '''))
     (tmp_path / "broken.py").write_text("import torch\nclass Bad(torch.autograd.Function:\n")
     (tmp_path / "unrelated.py").write_text("def f(:\n")  # broken, but not ours to report
     (tmp_path / "test_ops.py").write_text(textwrap.dedent('''
@@ -193,7 +260,9 @@ def test_prefilter_keeps_every_finding_of_a_tricky_project(project: Path, jobs: 
     assert {("ops.py", "AGF001"), ("ops.py", "AGF007"), ("ops.py", "AGF006"),
             ("app.py", "AGF105"), ("crlf.py", "AGF001"), ("broken.py", "AGF000"),
             ("derived.py", "AGF301"), ("via_alias.py", "AGF105"),
-            ("via_package.py", "AGF105"), ("base_alias.py", "AGF001")} <= codes
+            ("via_package.py", "AGF105"), ("base_alias.py", "AGF001"),
+            ("test_suite.py", "AGF001"), ("test_suite.py", "AGF105"), ("helpers.py", "AGF006"),
+            ("test_ns.py", "AGF105")} <= codes
     assert not any(name == "unrelated.py" for name, _ in codes)
     assert [f.code for f in filtered if Path(f.path).name == "legacy.py"] == ["AGF000"]
     assert not any(f.function and f.function.startswith("NotReal") for f in filtered)

@@ -256,3 +256,57 @@ def test_column_zero_lines_inside_expressions_stay_in_their_statement() -> None:
     assert texts[2] == "z = [f(v)\nfor v in values\nif v]"
     assert texts[3] == "w = (a and\nnot b)"
     assert texts[4].startswith("if ready:") and texts[5].startswith("for item in items:")
+
+
+def test_long_classes_are_split_into_the_members_that_matter() -> None:
+    methods = "".join(f"    def test_{n}(self):\n        return {n}\n\n" for n in range(40))
+    inner = textwrap.indent(textwrap.dedent('''\
+        @decorated
+        def test_with_function(self):
+            class Scale(torch.autograd.Function):
+                pass
+            return Scale
+
+        class Nested:
+            x = """
+        class NotReal(torch.autograd.Function):
+            """
+        '''), "    ")
+    source = ("import torch\n\n\nclass TestOps(\n    Base,\n):  # header over 3 lines\n"
+              '    """Docstring."""\n\n' + methods + inner
+              + "\n\ndef filler():\n    return 1\n" * 30)
+    tree = parse_sparse(source, lambda chunk: "class Scale" in chunk or "import" in chunk, "m.py")
+    assert tree is not None
+    [_, cls] = tree.body
+    assert isinstance(cls, ast.ClassDef) and [type(n).__name__ for n in cls.body] == ["FunctionDef"]
+    whole = ast.parse(source)
+    [original] = [n for n in whole.body[1].body if getattr(n, "name", "") == "test_with_function"]
+    assert ast.dump(cls.body[0], include_attributes=True) == \
+        ast.dump(original, include_attributes=True)
+
+
+def test_a_class_kept_for_its_header_is_never_split() -> None:
+    body = "".join(f"    def method_{n}(self):\n        return {n}\n\n" for n in range(40))
+    source = "import torch\n\n\nclass Scale(torch.autograd.Function):\n" + body + \
+        "\ndef filler():\n    return 1\n" * 60
+    tree = parse_sparse(source, lambda chunk: "Function)" in chunk or "import" in chunk, "m.py")
+    assert tree is not None
+    assert len(tree.body[1].body) == 40
+
+
+def test_imports_from_outside_the_tree_reach_no_function() -> None:
+    scans = [scan("import torch\nclass Type(torch.autograd.Function): pass\n", "/p/pkg/ops.py"),
+             scan("from typing import Type\n\ndef f(x: Type): pass\n", "/p/pkg/hints.py"),
+             scan("from .ops import Type\n", "/p/pkg/user.py")]
+    relevance = judge(scans, references=True, gradcheck=False)
+    assert "/p/pkg/user.py" in relevance.referencing
+    assert "/p/pkg/hints.py" not in relevance.referencing
+
+
+def test_reachable_names_are_kept_as_words() -> None:
+    scans = [scan("import torch\nclass Type(torch.autograd.Function): pass\n", "/p/ops.py"),
+             scan("from ops import Type\n", "/p/user.py")]
+    relevance = judge(scans, references=True, gradcheck=False)
+    keep = statement_keeper(relevance, "/p/user.py", frozenset())
+    assert keep("def run(x):\n    return Type.apply(x)")
+    assert not keep("def run(x):\n    return DataType(x)")

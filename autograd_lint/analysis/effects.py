@@ -108,8 +108,9 @@ class Effects:
 
     def __init__(self, project: Project | None) -> None:
         self.project = project
-        self._done: dict[int, Effect] = {}
-        self._calls: dict[tuple[int, int], Summary | None] = {}
+        # Memoised with the files each was computed from (see DependencyLog).
+        self._done: dict[int, tuple[Effect, frozenset[str]]] = {}
+        self._calls: dict[tuple[int, int], tuple[Summary | None, frozenset[str]]] = {}
         self._running: set[int] = set()
         self._ops: dict[int, dict[str, CustomOp]] = {}
 
@@ -119,8 +120,22 @@ class Effects:
         # A call is met again in loop passes and in each interpretation of its method.
         key = (id(call), id(module))
         if key not in self._calls:
-            self._calls[key] = self._at_call(call, scope, module)
-        return self._calls[key]
+            self._calls[key] = self._remembered(self._at_call, call, scope, module)
+        summary, reads = self._calls[key]
+        self._replay(reads)
+        return summary
+
+    def _remembered(self, compute, *args):  # type: ignore[no-untyped-def]
+        """compute(*args), and the files it read (none without a project)."""
+        if self.project is None:
+            return compute(*args), frozenset()
+        with self.project.reads.frame() as reads:
+            value = compute(*args)
+        return value, frozenset(reads)
+
+    def _replay(self, reads: frozenset[str]) -> None:
+        if reads and self.project is not None:
+            self.project.reads.replay(reads)
 
     def _at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo) -> Summary | None:
         func = call.func
@@ -149,11 +164,17 @@ class Effects:
 
     def _callee(self, target: ast.Name | ast.Attribute, scope: Scope,
                 module: ModuleInfo) -> tuple[FunctionNode, ModuleInfo] | None:
+        qualified = None
         if isinstance(target, ast.Name):
-            found, qualified = scope.lookup(target.id)
-            if found and qualified is None:  # a def of this module (or a local)
+            found, bound = scope.lookup(target.id)
+            if not found and module.partial and self.project is not None and \
+                    _may_bind(module.source, target.id):
+                # The sparse parse left out the def (or assignment) of the name.
+                found, qualified = self.project.complete(module).scope.lookup(target.id)
+                bound = qualified
+            if found and bound is None:  # a def of this module (or a local)
                 return _def_in(module, target.id, self.project)
-        qualified = scope.resolve(target)
+        qualified = qualified or scope.resolve(target)
         if qualified is None or self.project is None or \
                 qualified.partition(".")[0] in _LIBRARIES:
             return None  # torch's own API has its tables (torch_api.py), not summaries
@@ -192,17 +213,23 @@ class Effects:
     def _summary(self, node: FunctionNode, module: ModuleInfo) -> Effect:
         key = id(node)
         if key in self._done:
-            return self._done[key]
+            effect, reads = self._done[key]
+            self._replay(reads)
+            return effect
         if key in self._running:
             return Effect()  # recursion: the outer computation sees the rest
         self._running.add(key)
         try:
-            effect = Effect(_kernel_writes(node)) if _is_kernel(node) else \
-                self._python_effect(node, module)
+            self._done[key] = self._remembered(self._effect, node, module)
         finally:
             self._running.discard(key)
-        self._done[key] = effect
-        return effect
+        return self._done[key][0]
+
+    def _effect(self, node: FunctionNode, module: ModuleInfo) -> Effect:
+        if self.project is not None:
+            self.project.read(module)  # the helper's own file
+        return Effect(_kernel_writes(node)) if _is_kernel(node) else \
+            self._python_effect(node, module)
 
     def _python_effect(self, node: FunctionNode, module: ModuleInfo) -> Effect:
         from .interpreter import Interpreter, Mutation
@@ -436,6 +463,12 @@ def flag_is_off(write: Write, call: ast.Call, callee: FunctionNode | None) -> bo
     return isinstance(default, ast.Constant) and not default.value
 
 
+def _may_bind(source: str, name: str) -> bool:
+    """Whether the text may define `name` (a def, or an assignment at the
+    start of a line): only then is a whole parse worth looking for it."""
+    return f"def {name}(" in source or f"\n{name} =" in source or f"\n{name}: " in source
+
+
 def _def_in(module: ModuleInfo, qualname: str,
             project: Project | None) -> tuple[FunctionNode, ModuleInfo] | None:
     node = module.defs.get(qualname)
@@ -482,8 +515,8 @@ def _kernel_writes(node: FunctionNode) -> tuple[Write, ...]:
                 for name_node in ast.walk(target):
                     if isinstance(name_node, ast.Name):
                         known = derived.setdefault(name_node.id, set())
-                        if isinstance(assignment, ast.AugAssign):
-                            sources = sources | known
+                        if isinstance(assignment, ast.AugAssign) and known:
+                            sources = known  # `ptr += offset` moves the same pointer
                         if not sources <= known:
                             known |= sources
                             grew = True
@@ -532,7 +565,10 @@ def _address_sources(expr: ast.expr, derived: dict[str, set[str]]) -> set[str]:
     if isinstance(expr, ast.BinOp):
         if not isinstance(expr.op, (ast.Add, ast.Sub)):
             return set()  # `row * stride`: an offset, never an address
-        return _address_sources(expr.left, derived) | _address_sources(expr.right, derived)
+        # `ptr + offsets`: the address is the left operand's; the right one
+        # counts only when the left is a pure offset (`row * stride + ptr`).
+        # (`Q + (cols * 2 + head_dim)` does not store into `head_dim`.)
+        return _address_sources(expr.left, derived) or _address_sources(expr.right, derived)
     if isinstance(expr, ast.Subscript):  # `ptr[None, :]`: still the address
         return _address_sources(expr.value, derived)
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \

@@ -1,0 +1,200 @@
+"""Incremental runs: after an edit, only the edited file and the files whose
+analysis read it are analysed again, and the findings are a cold run's."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograd_lint import engine
+from autograd_lint.cli import main
+
+BASE = '''
+import torch
+
+
+class Base(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        return x * y
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad
+'''
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/base.py": BASE,
+    "pkg/derived.py": '''
+        from pkg.base import Base
+
+
+        class Child(Base):
+            @staticmethod
+            def backward(ctx, grad):
+                return grad, grad
+        ''',
+    "pkg/helpers.py": '''
+        def scale(grad, factor):
+            return grad * factor
+        ''',
+    "pkg/uses_helper.py": '''
+        import torch
+
+        from pkg.helpers import scale
+
+
+        class Scaled(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return scale(grad, 2)
+        ''',
+    "pkg/unrelated.py": '''
+        import torch
+
+
+        class Alone(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.x = x
+                return x * 3
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 3
+        ''',
+    "app.py": '''
+        import pkg.base
+
+
+        def run(x):
+            return x
+        ''',
+    "tests/test_ops.py": '''
+        from torch.autograd import gradcheck
+
+        from pkg.unrelated import Alone
+
+
+        def test_alone():
+            assert gradcheck(Alone.apply, (1.0,))
+        ''',
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name, text in FILES.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files each run analyses (runs the rules on)."""
+    names: list[str] = []
+    real = engine.check_module
+
+    def spy(module, project, codes):  # type: ignore[no-untyped-def]
+        names.append(Path(module.path).name)
+        return real(module, project, codes)
+
+    monkeypatch.setattr(engine, "check_module", spy)
+    return names
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    main(["check", ".", "--isolated", "--select", "ALL", "--format", "json", *args])
+    return sorted(json.dumps(f, sort_keys=True) for f in json.loads(capsys.readouterr().out))
+
+
+def rows(findings: list[str]) -> set[tuple[str, int, str]]:
+    return {(Path(f["path"]).name, f["line"], f["code"]) for f in map(json.loads, findings)}
+
+
+def test_editing_a_base_class_analyses_its_subclasses_again(project: Path, capsys,
+                                                            analysed: list[str]) -> None:
+    first = run(capsys)
+    assert ("derived.py", 8, "AGF101") not in rows(first)
+    analysed.clear()
+    base = project / "pkg" / "base.py"
+    base.write_text(base.read_text().replace("forward(ctx, x, y)", "forward(ctx, x)")
+                    .replace("x * y", "x * 2"))
+    second = run(capsys)
+    # The subclass now returns two gradients for one input: its finding changed.
+    assert ("derived.py", 8, "AGF101") in rows(second)
+    assert sorted(analysed) == ["base.py", "derived.py"]
+    assert second == run(capsys, "--no-cache")
+
+
+def test_nothing_changed_analyses_nothing(project: Path, capsys, analysed: list[str]) -> None:
+    first = run(capsys)
+    analysed.clear()
+    assert run(capsys) == first and analysed == []
+
+
+def test_editing_a_helper_analyses_its_callers_again(project: Path, capsys,
+                                                     analysed: list[str]) -> None:
+    run(capsys)
+    analysed.clear()
+    helpers = project / "pkg" / "helpers.py"
+    helpers.write_text("def scale(grad, factor):\n    grad.mul_(factor)\n    return grad\n")
+    second = run(capsys)
+    assert ("uses_helper.py", 14, "AGF006") in rows(second)
+    assert "uses_helper.py" in analysed and "unrelated.py" not in analysed
+    assert second == run(capsys, "--no-cache")
+
+
+def test_a_subclass_moving_to_another_base_analyses_both_bases_again(
+        project: Path, capsys, analysed: list[str]) -> None:
+    (project / "pkg" / "other.py").write_text(textwrap.dedent(BASE))
+    first = rows(run(capsys))
+    # AGF301 stays silent on a Function that serves as a base class.
+    assert ("base.py", 5, "AGF301") not in first and ("other.py", 5, "AGF301") in first
+    analysed.clear()
+    derived = project / "pkg" / "derived.py"
+    derived.write_text(derived.read_text().replace("pkg.base", "pkg.other"))
+    second = run(capsys)
+    assert ("base.py", 5, "AGF301") in rows(second)
+    assert ("other.py", 5, "AGF301") not in rows(second)
+    assert {"base.py", "other.py", "derived.py"} <= set(analysed)
+    assert "unrelated.py" not in analysed
+    assert second == run(capsys, "--no-cache")
+
+
+def test_a_new_gradcheck_analyses_the_functions_again(project: Path, capsys) -> None:
+    assert ("unrelated.py", 5, "AGF301") not in rows(run(capsys))
+    assert ("uses_helper.py", 7, "AGF301") in rows(run(capsys))
+    with open(project / "tests" / "test_ops.py", "a") as handle:
+        handle.write("\n\nfrom pkg.uses_helper import Scaled\n\n\n"
+                     "def test_scaled():\n    assert gradcheck(Scaled.apply, (1.0,))\n")
+    incremental = run(capsys)
+    assert ("uses_helper.py", 7, "AGF301") not in rows(incremental)
+    assert incremental == run(capsys, "--no-cache")
+
+
+def test_a_new_attribute_reference_is_judged_without_the_whole_tree(
+        project: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    import autograd_lint.relevance as relevance
+
+    run(capsys)
+    judged: list[int] = []
+    real = relevance.judge
+    monkeypatch.setattr(relevance, "judge", lambda *a, **k: judged.append(1) or real(*a, **k))
+    app = project / "app.py"
+    # The same imports, a new use: only app.py's own part of the judgement changes.
+    app.write_text(app.read_text().replace("return x", "return pkg.base.Base.forward(None, x, x)"))
+    incremental = run(capsys)
+    assert judged == []
+    assert ("app.py", 6, "AGF105") in rows(incremental)
+    assert incremental == run(capsys, "--no-cache")
