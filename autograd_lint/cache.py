@@ -100,19 +100,17 @@ class Cache:
         self._stats: dict[str, list[int] | None] = {}  # stat keys taken in this run
         self._digests: dict[str, str | None] = {}  # content hashes taken in this run
 
-    def _stat(self, path: str) -> list[int] | None:
+    def stat(self, path: str) -> list[int] | None:
+        """The file's (size, mtime, inode), taken once per run."""
         if path not in self._stats:
             self._stats[path] = _stat_key(path)
         return self._stats[path]
 
     # -- scans -----------------------------------------------------------------
-    def stat(self, path: str) -> list[int] | None:
-        """The file's (size, mtime, inode), taken once per run."""
-        return self._stat(path)
 
     def scan(self, path: str) -> FileScan | None:
         entry = self._scans.get(path)
-        if not isinstance(entry, dict) or entry.get("stat") != self._stat(path):
+        if not isinstance(entry, dict) or entry.get("stat") != self.stat(path):
             return None
         return self._scan_of(path, entry)
 
@@ -146,7 +144,7 @@ class Cache:
         # shows as a different stat next time.
         if scan.path in self._scans:
             self._previous[scan.path] = self._scans[scan.path]
-        self._scans[scan.path] = {"stat": self._stat(scan.path), "scan": {
+        self._scans[scan.path] = {"stat": self.stat(scan.path), "scan": {
             "headers": [[name, list(bases)] for name, bases in scan.headers],
             "aliases": sorted(scan.aliases),
             "imports": sorted([module, name] for module, name in scan.imports),
@@ -172,7 +170,7 @@ class Cache:
         return data.get("relevance"), data["stats"]
 
     def store_relevance(self, key: str, relevance: dict[str, Any], paths: list[str]) -> None:
-        stats = {path: self._stat(path) for path in paths}
+        stats = {path: self.stat(path) for path in paths}
         self._write("relevance.json", {"key": key, "relevance": relevance, "stats": stats})
 
     # -- per-file results --------------------------------------------------------

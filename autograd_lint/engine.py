@@ -304,10 +304,10 @@ class _Run:
         self.module_names = ModuleNamer()
         self._whole_only: set[str] = set()  # files found broken: parse whole, never sparse
         self._sparse_parsed: dict[str, bool] = {}
-        self._findings: list[Finding] = []
-        self._file_findings: dict[str, list[Finding]] = {}
-        self._reads: dict[str, set[str]] = {}
-        self._checking: set[str] | None = None
+        self.project: Project | None = None
+        self._file_findings: dict[str, list[Finding]] = {}  # per file, analysed or stored
+        self._reads: dict[str, set[str]] = {}  # per analysed file: the files it read
+        self._checking: set[str] | None = None  # the files to analyse (None: all)
         # An incremental run's: the files that matter but were not parsed up
         # front, those among them known not to parse, the scans, and which
         # Functions gradcheck exercises as an earlier run found it.
@@ -328,28 +328,18 @@ class _Run:
             return self.result
         key = self.cache.run_key(self._run_settings())
         records, facts = self.cache.file_results(key)
-        relevant = [p for p, source in self._by_path.items() if scans[p].error is None
-                    and (source.explicit or self.relevance.matters(p))]
+        # The files a run analyses (all of them without the prefilter).
+        relevant = [p for p, source in self._by_path.items() if scans[p].error is None and (
+            source.explicit or not self.prefilter or self.relevance.matters(p))]
         stale = self._stale(relevant, records, scans)
         if stale is None:
             self._lint(scans)
         elif stale:
             self._lint(scans, stale, self._context(stale, relevant, records, facts, scans))
         else:
-            self.result.errors.extend((self._by_path[p].display, s.error)
-                                      for p, s in scans.items() if s.error)
-        findings: list[Finding] = []
-        for path in relevant:
-            if stale is None or path in stale:
-                findings += self._file_findings.get(path, [])
-                continue
-            cached = self.cache.findings(records[path]["findings"])
-            if cached is None:  # damaged: analyse everything again
-                self.cache.store_file_results(key, {})
-                self.cache.flush()
-                return _Run(self.inputs, self.scan_tree, self.prefilter, self.jobs).lint()
-            findings += cached
-        self.result.findings = sort_findings(findings)
+            self._scan_errors(scans)
+        self.result.findings = sort_findings(
+            [finding for path in relevant for finding in self._file_findings.get(path, ())])
         self._store(key, relevant, records, stale, facts)
         self.cache.flush()
         return self.result
@@ -372,16 +362,20 @@ class _Run:
         if self.scan_tree and any(p in self.relevance.defining
                                   and "AGF301" in self._by_path[p].codes for p in stale):
             seed = facts.get("gradchecked")
-            digest = self.cache.digest
-            if isinstance(seed, dict) and isinstance(seed.get("reads"), dict) and \
-                    isinstance(seed.get("keys"), list) and all(
-                        isinstance(k, list) and len(k) == 2 for k in seed["keys"]) and \
-                    not any(scans[p].gradcheck for p in stale) and \
-                    all(digest(path) == value for path, value in seed["reads"].items()):
+            if not any(scans[p].gradcheck for p in stale) and self._still_holds(seed):
                 self._gradchecked_seed = seed
             else:
                 context |= self.relevance.gradchecking & self._context_paths
         return context - self._broken_context
+
+    def _still_holds(self, seed: object) -> bool:
+        """Whether a stored gradcheck answer is sound and none of the files
+        it was computed from changed."""
+        assert self.cache is not None
+        return isinstance(seed, dict) and isinstance(seed.get("reads"), dict) and \
+            isinstance(seed.get("keys"), list) and \
+            all(isinstance(k, list) and len(k) == 2 for k in seed["keys"]) and \
+            all(self.cache.digest(path) == value for path, value in seed["reads"].items())
 
     def _run_settings(self) -> dict[str, object]:
         """What every file's findings depend on besides the files read: the
@@ -395,23 +389,28 @@ class _Run:
         source = self._by_path[path]
         return [source.display, sorted(source.codes), source.explicit]
 
-    def _stale(self, relevant: list[str], records: dict[str, object],
+    def _stale(self, relevant: list[str], records: dict[str, Any],
                scans: dict[str, FileScan]) -> set[str] | None:
         """The files to analyse again: changed, or reading a changed file;
-        None when every file must be (one has no stored result)."""
+        None when every file must be (one has no sound stored result). The
+        stored findings of the others are taken."""
         assert self.cache is not None
         digest = self.cache.digest
         stale: set[str] = set()
         changed: set[str] = set()
         for path in relevant:
             record = records.get(path)
-            if not isinstance(record, dict) or not isinstance(record.get("reads"), dict):
+            findings = self.cache.findings(record.get("findings")) \
+                if isinstance(record, dict) and isinstance(record.get("reads"), dict) else None
+            if findings is None:
                 return None
             if record.get("settings") != self._file_settings(path) or \
                     record.get("digest") != digest(path):
                 changed.add(path)
             elif any(digest(read) != value for read, value in record["reads"].items()):
                 stale.add(path)
+            else:
+                self._file_findings[path] = findings
         if not changed:
             return stale
         # What no stored read can show: a changed file that now derives from
@@ -423,9 +422,8 @@ class _Run:
                  for _, names in scans[path].headers for base in names} & candidates
         gradchecks = any(scans[path].gradcheck for path in changed)
         for path in relevant:
-            record = records[path]
             if any(name in bases for name, _ in scans[path].headers) or \
-                    (gradchecks and GRADCHECK_READS in record["reads"]):  # type: ignore[index]
+                    (gradchecks and GRADCHECK_READS in records[path]["reads"]):
                 stale.add(path)
         return stale | changed
 
@@ -448,8 +446,7 @@ class _Run:
                 "reads": reads,
                 "findings": [f.to_json(dynamic=True) for f in self._file_findings[path]],
             }
-        project = getattr(self, "project", None)
-        computed = project.cache.get("gradchecked") if project is not None else None
+        computed = self.project.cache.get("gradchecked") if self.project is not None else None
         if computed is not None and self._gradchecked_seed is None:
             keys, reads = computed
             facts = {**facts, "gradchecked": {
@@ -506,23 +503,26 @@ class _Run:
                 self.cache.store_scan(scan)
         return {path: scans[path] for path in self._by_path}
 
-    def _lint(self, scans: dict[str, FileScan], check: set[str] | None = None,
-              context: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-        """Parse the files that matter and analyse them; with `check`, parse
-        those and `context` up front, analyse only those in `check`, and
+    def _scan_errors(self, scans: dict[str, FileScan]) -> None:
+        self.result.errors.extend((self._by_path[p].display, scan.error)
+                                  for p, scan in scans.items() if scan.error is not None)
+
+    def _lint(self, scans: dict[str, FileScan], only: set[str] | None = None,
+              context: Iterable[str] = ()) -> None:
+        """Parse the files that matter and analyse them; with `only`, parse
+        those and `context` up front, analyse only those in `only`, and
         parse any other file that matters when a name leads there, as a
         whole run would have (so their findings are a whole run's)."""
-        self._checking = check
+        self._checking = only
         self._scans_by_path = scans
+        self._scan_errors(scans)
+        wanted = None if only is None else only | set(context)
         relevant = []
         for path, source in self._by_path.items():
             scan = scans[path]
-            if scan.error is not None:
-                self.result.errors.append((source.display, scan.error))
+            if scan.error is not None or (wanted is not None and path not in wanted):
                 continue
             matters = source.explicit or self.relevance.matters(path)
-            if check is not None and path not in check and path not in context:
-                continue
             if matters or not self.prefilter:
                 relevant.append((source, scan, matters))
         # Sparse parses skip statements; a syntax error there must still be
@@ -538,12 +538,13 @@ class _Run:
             # Rare: analyse again as the whole parses see it (those files fail).
             self._whole_only = {s.path for s in broken}
             self._analyse(relevant)
-        self.result.findings = sort_findings(self._findings)
+        self.result.findings = sort_findings(
+            [finding for findings in self._file_findings.values() for finding in findings])
 
     def _analyse(self, relevant: list[tuple[SourceInput, FileScan, bool]]) -> None:
-        self._findings: list[Finding] = []
-        self._file_findings: dict[str, list[Finding]] = {}
-        self._reads: dict[str, set[str]] = {}  # per analysed file: the files it read
+        for source, _, _ in relevant:  # from an earlier pass
+            self._file_findings.pop(source.path, None)
+            self._reads.pop(source.path, None)
         self._sparse_parsed: dict[str, bool] = {}
         del self.result.errors[self._errors_before:]  # from an earlier pass
         self.result.functions = []
@@ -639,7 +640,6 @@ class _Run:
                     target = _target(entry.source, fn, self.project)
                     if target is not None:
                         self.result.functions.append(target)
-        self._findings.extend(findings)
         self._file_findings[entry.source.path] = findings
 
     # -- ModuleLoader: modules parsed on demand ---------------------------------------

@@ -65,6 +65,8 @@ class DependencyLog:
             self._frames.pop()
             if self._frames:
                 self._frames[-1].update(frame)
+
+
 CTX_PARAM_NAMES = frozenset({"ctx", "context", "_ctx"})
 
 
@@ -270,17 +272,17 @@ class Project:
         self.cache: dict[str, object] = {}  # project-wide results shared by checkers
         self.by_name: dict[str, list[ModuleInfo]] = {}
         self._by_last_part: dict[str, list[ModuleInfo]] = {}
-        for module in modules:
-            self._register(module)
         self._state: dict[ClassInfo, bool | None] = {}  # None while being decided (cycles)
         self._state_reads: dict[ClassInfo, frozenset[str]] = {}
         self.functions: dict[ClassInfo, FunctionClass] = {}
-        self.subclassed: set[ClassInfo] = set()
-        self._subclass_paths: dict[ClassInfo, set[str]] = {}  # base -> files deriving from it
+        # Functions that others derive from, and the files deriving from each.
+        self._subclass_paths: dict[ClassInfo, set[str]] = {}
         self.reads = DependencyLog()
         # Per file: what deciding its classes (Functions? which bases?) read.
         self._build_reads: dict[str, frozenset[str]] = {}
-        self._built = False
+        self._built = False  # modules registered later are classified at once
+        for module in modules:
+            self._register(module)
         self._build()
         self._built = True
 
@@ -375,7 +377,7 @@ class Project:
             same.append(module)
             self._by_last_part.setdefault(module.module_name.rpartition(".")[2],
                                           []).append(module)
-            if getattr(self, "_built", False):
+            if self._built:
                 # Loaded while checking (a name led there): its Functions count
                 # too, as they would had it been parsed up front.
                 self._link(self._classify([module]))
@@ -463,7 +465,6 @@ class Project:
                                          or resolved.attrs):
                         fn.bases_known = False
                     if base is not None:
-                        self.subclassed.add(base.info)
                         self._subclass_paths.setdefault(base.info, set()).add(fn.module.path)
             path = fn.module.path
             self._build_reads[path] = self._build_reads[path] | reads
@@ -479,8 +480,10 @@ class Project:
 
     def has_subclasses(self, fn: FunctionClass) -> bool:
         """Whether some known Function derives from `fn` (it is a base class)."""
-        self.reads.replay(self._subclass_paths.get(fn.info, ()))
-        return fn.info in self.subclassed
+        paths = self._subclass_paths.get(fn.info)
+        if paths:
+            self.reads.replay(paths)
+        return bool(paths)
 
     def functions_in(self, module: ModuleInfo) -> list[FunctionClass]:
         return [self.functions[info] for info in module.classes if info in self.functions]

@@ -73,19 +73,17 @@ class Relevance:
         the same (the caller compares them): their attribute references are
         searched again; None when an alias they bind appeared or went, which
         may change which names are Functions (judge the tree again)."""
-        names = frozenset(self.candidates)
         reach = dict(self.reach)
         dotted = dict(self.dotted)
-        aliases = dict(self.aliases)
         for scan in scans:
             path = scan.path
-            found = _dotted_chunk([path], names, self.leaves).get(path, frozenset()) \
+            found = _dotted_chunk([path], self.candidates, self.leaves).get(path, frozenset()) \
                 if path in self.binding else frozenset()
             kept = reach.get(path, frozenset()) - dotted.get(path, frozenset())
             # A name reached by import or header stays reached (the scan is the same).
             now = kept | found
             bound = frozenset(aliases_in({path: set(now)}).get(path, ()))
-            if bound != aliases.get(path, frozenset()):
+            if bound != self.aliases.get(path, frozenset()):
                 return None
             for table, value in ((reach, now), (dotted, found)):
                 if value:

@@ -197,8 +197,7 @@ def _kept_members(lines: list[str], chunk: Chunk, keep: Callable[[str], bool]) -
     if end - start < SPLIT_CLASS_LINES or not _DECORATOR_OR_CLASS.match(lines[start]):
         return [chunk]
     indent = _INDENT.match(lines[start]).group()  # type: ignore[union-attr]
-    class_line = next((i for i in range(start, end) if lines[i].startswith(indent)
-                       and _CLASS.match(lines[i]) and
+    class_line = next((i for i in range(start, end) if _CLASS.match(lines[i]) and
                        _INDENT.match(lines[i]).group() == indent), None)  # type: ignore[union-attr]
     body_start = _header_end(lines, class_line, end) if class_line is not None else None
     if body_start is None or keep(_text(lines, (start, body_start))):
