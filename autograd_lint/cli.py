@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "for the Functions and bases they import (they are never "
                             "reported either way)")
     check.add_argument("--jobs", type=_jobs_arg, metavar="N",
-                       help="worker processes for scanning (default: one per core)")
+                       help="worker processes for scanning and analysing large trees "
+                            "(default: one per core; 1: all in this process)")
     check.add_argument("-q", "--quiet", action="store_true",
                        help="print findings only, no summary line")
     check.add_argument("--exit-zero", action="store_true",

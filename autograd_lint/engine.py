@@ -62,6 +62,7 @@ class LintResult:
     errors: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
     files_checked: int = 0
     functions: list[FunctionTarget] = field(default_factory=list)  # with functions=True
+    workers: int = 1  # processes the analysis ran in
 
 
 @dataclass(frozen=True)
@@ -252,7 +253,8 @@ def lint_inputs(inputs: Iterable[SourceInput], *, scan_tree: bool = False,
     prefilter: parse only the files (and, in large files, the top-level
         statements) that can matter, as judged from a byte scan. Off: parse
         everything whole; the findings are the same.
-    jobs: worker processes for the byte scan (default: one per core).
+    jobs: worker processes for the byte scan, the relevance judgement and,
+        in large trees on Linux, the analysis (default: one per core).
     cache: reuse scans of unchanged files and the findings of an identical run.
     keep: a list to append the run (syntax trees and all) to, so that the
         caller controls when it is freed.
@@ -277,6 +279,32 @@ def _same_scan(before: FileScan | None, after: FileScan) -> bool:
     return before is not None and after.error is None and \
         (before.headers, before.aliases, before.imports, before.gradcheck) == \
         (after.headers, after.aliases, after.imports, after.gradcheck)
+
+
+# Fewer files to analyse than this: one process (a worker's start and the
+# files it parses again for its imports cost more than it saves).
+_PARALLEL_MIN_FILES = 32
+# What a file costs to analyse beyond its size, in bytes, when cutting parts.
+_FILE_COST_BYTES = 8_192
+
+
+def _can_fork() -> bool:
+    """Whether workers can be forked safely (they inherit the run as it is;
+    fork is the default, and safe for us, on Linux only)."""
+    return sys.platform.startswith("linux")
+
+
+@dataclass
+class PartResult:
+    """What a worker sends back for its part of the files."""
+
+    findings: dict[str, list[Finding]]
+    reads: dict[str, set[str]]
+    errors: list[tuple[str, str]]
+    functions: list[FunctionTarget]
+    broken: set[str]  # files of the part that do not parse whole
+    sparse: set[str]  # files parsed sparsely: the part's and those loaded for it
+    gradchecked: tuple[set[tuple[str, str]], frozenset[str]] | None
 
 
 # Files below this size are parsed whole: sparse parsing pays off for big ones.
@@ -315,6 +343,9 @@ class _Run:
         self._broken_context: set[str] = set()
         self._scans_by_path: dict[str, FileScan] = {}
         self._gradchecked_seed: dict[str, Any] | None = None
+        # Which Functions gradcheck exercises, as a worker found it.
+        self._gradchecked: tuple[set[tuple[str, str]], frozenset[str]] | None = None
+        self._broken: set[str] = set()  # analysed files found not to parse whole
         self._errors_before = 0
         self.collect_functions = False
 
@@ -323,49 +354,167 @@ class _Run:
         gradcheck = self.scan_tree and any("AGF301" in i.codes for i in self.inputs)
         scans = self._scans()
         self.relevance = self._judge(scans, references, gradcheck)
-        if self.cache is None:
-            self._lint(scans)
-            return self.result
-        key = self.cache.run_key(self._run_settings())
-        records, facts = self.cache.file_results(key)
         # The files a run analyses (all of them without the prefilter).
         relevant = [p for p, source in self._by_path.items() if scans[p].error is None and (
             source.explicit or not self.prefilter or self.relevance.matters(p))]
+        self._scan_errors(scans)
+        if self.cache is None:
+            self._analyse_files(scans, relevant)
+            return self.result
+        key = self.cache.run_key(self._run_settings())
+        records, facts = self.cache.file_results(key)
         stale = self._stale(relevant, records, scans)
         if stale is None:
-            self._lint(scans)
+            self._analyse_files(scans, relevant)
         elif stale:
-            self._lint(scans, stale, self._context(stale, relevant, records, facts, scans))
-        else:
-            self._scan_errors(scans)
+            seed = facts.get("gradchecked")
+            if self.scan_tree and not any(scans[p].gradcheck for p in stale) and \
+                    self._still_holds(seed):
+                self._gradchecked_seed = seed
+            # Files whose stored results say they do not parse.
+            broken = {p for p in relevant if p not in stale and any(
+                item.get("code") == "AGF000" for item in records[p]["findings"])}
+            self._analyse_files(scans, relevant, stale, broken)
         self.result.findings = sort_findings(
             [finding for path in relevant for finding in self._file_findings.get(path, ())])
         self._store(key, relevant, records, stale, facts)
         self.cache.flush()
         return self.result
 
-    def _context(self, stale: set[str], relevant: list[str], records: dict[str, Any],
-                 facts: dict[str, Any], scans: dict[str, FileScan]) -> set[str]:
-        """The unchanged files to parse up front beside the stale ones: those
-        deriving from their classes and, when a stale file may define a
-        Function and no stored answer holds, those calling gradcheck. Any
-        other file that matters is parsed when a name leads to it."""
-        assert self.cache is not None
-        self._broken_context = {p for p in relevant if p not in stale and any(
-            item.get("code") == "AGF000" for item in records[p]["findings"])}
-        self._context_paths = set(relevant) - stale
-        defined = {name for path in stale for name, _ in scans[path].headers} & \
+    def _analyse_files(self, scans: dict[str, FileScan], relevant: list[str],
+                       only: set[str] | None = None, broken: frozenset[str] | set[str] =
+                       frozenset()) -> None:
+        """Analyse `only` (None: every relevant file), in worker processes
+        when there are enough files and cores; `broken`: files known not to
+        parse. Each worker analyses one part as an incremental run would
+        (the rest parsed when a name leads there), so the findings are one
+        process's."""
+        targets = relevant if only is None else [p for p in relevant if p in only]
+        parts = self._parts(targets)
+        if len(parts) > 1 and _can_fork():
+            results = self._run_parts(scans, relevant, parts, broken)
+            if results is not None:
+                found_broken = set().union(*(r.broken for r in results))
+                if any(r.sparse & found_broken for r in results):
+                    # Rare: a worker read a file sparsely that does not parse
+                    # whole; all analyse again as the whole parses see it.
+                    self._whole_only |= found_broken
+                    results = self._run_parts(scans, relevant, parts, broken)
+            if results is not None:
+                self._merge(results)
+                self.result.workers = len(results)
+                return
+        if only is None:
+            self._lint(scans)
+        else:
+            self._lint(scans, only, self._context(only, relevant, scans, broken))
+
+    def _parts(self, targets: list[str]) -> list[list[str]]:
+        """The files to analyse cut into one run of neighbours per worker
+        (neighbours import each other: fewer files parsed twice), balanced
+        by size."""
+        workers = self.jobs if self.jobs is not None else (os.cpu_count() or 1)
+        if workers < 2 or len(targets) < _PARALLEL_MIN_FILES:
+            return [targets]
+        sizes = []
+        for path in targets:
+            try:
+                sizes.append(os.stat(path).st_size + _FILE_COST_BYTES)
+            except OSError:
+                sizes.append(_FILE_COST_BYTES)
+        share = sum(sizes) / workers
+        parts: list[list[str]] = [[]]
+        filled = 0.0
+        for path, size in zip(targets, sizes, strict=True):
+            if filled >= share * len(parts) and len(parts) < workers:
+                parts.append([])
+            parts[-1].append(path)
+            filled += size
+        return [part for part in parts if part]
+
+    def _run_parts(self, scans: dict[str, FileScan], relevant: list[str],
+                   parts: list[list[str]], broken: frozenset[str] | set[str]
+                   ) -> list[PartResult] | None:
+        """Each part analysed in a forked worker; None when one failed."""
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        running = []
+        try:
+            for part in parts:
+                reader, writer = context.Pipe(duplex=False)
+                worker = context.Process(
+                    target=self._run_part, args=(scans, relevant, set(part), broken, writer),
+                    daemon=True)
+                worker.start()
+                writer.close()
+                running.append((worker, reader))
+        except OSError:  # no processes to be had
+            for worker, _ in running:
+                worker.kill()
+            return None
+        results: list[PartResult] | None = []
+        for worker, reader in running:
+            try:
+                result = reader.recv()
+            except (EOFError, OSError):
+                result = None  # the worker died
+            if not isinstance(result, PartResult):
+                results = None
+            elif results is not None:
+                results.append(result)
+            reader.close()
+            worker.join()
+        return results
+
+    def _run_part(self, scans: dict[str, FileScan], relevant: list[str], part: set[str],
+                  broken: frozenset[str] | set[str], writer: Any) -> None:
+        """In a worker: analyse `part`, send what the parent keeps."""
+        try:
+            self.jobs = 1  # this worker has its core; no pools of its own
+            errors_before = len(self.result.errors)
+            self._lint(scans, part, self._context(part, relevant, scans, broken))
+            computed = self.project.cache.get("gradchecked") if self.project else None
+            writer.send(PartResult(
+                findings={p: self._file_findings[p] for p in part if p in self._file_findings},
+                reads={p: self._reads[p] for p in part if p in self._reads},
+                errors=self.result.errors[errors_before:], functions=self.result.functions,
+                broken=self._broken, gradchecked=computed,  # type: ignore[arg-type]
+                sparse={p for p, sparse in self._sparse_parsed.items() if sparse}))
+        except BaseException as exc:  # the parent analyses in one process instead
+            writer.send(_describe(exc))
+        finally:
+            writer.close()
+
+    def _merge(self, results: list[PartResult]) -> None:
+        """Take the workers' results, in the order of their parts."""
+        for part in results:
+            self._file_findings.update(part.findings)
+            self._reads.update(part.reads)
+            self.result.errors.extend(part.errors)
+            self.result.functions.extend(part.functions)
+            if part.gradchecked is not None and self._gradchecked is None:
+                self._gradchecked = part.gradchecked
+        self.result.findings = sort_findings(
+            [finding for findings in self._file_findings.values() for finding in findings])
+
+    def _context(self, analysed: set[str], relevant: list[str], scans: dict[str, FileScan],
+                 broken: frozenset[str] | set[str]) -> set[str]:
+        """The files to parse up front beside those `analysed`: those deriving
+        from their classes and, when an analysed file may define a Function
+        and no stored answer holds, those calling gradcheck. Any other file
+        that matters is parsed when a name leads to it."""
+        self._broken_context = set(broken) - analysed
+        self._context_paths = set(relevant) - analysed
+        defined = {name for path in analysed for name, _ in scans[path].headers} & \
             self.relevance.candidates
         context = {path for path in self._context_paths
                    if any(base.rpartition(".")[2] in defined
                           for _, bases in scans[path].headers for base in bases)}
-        if self.scan_tree and any(p in self.relevance.defining
-                                  and "AGF301" in self._by_path[p].codes for p in stale):
-            seed = facts.get("gradchecked")
-            if not any(scans[p].gradcheck for p in stale) and self._still_holds(seed):
-                self._gradchecked_seed = seed
-            else:
-                context |= self.relevance.gradchecking & self._context_paths
+        if self.scan_tree and self._gradchecked_seed is None and any(
+                p in self.relevance.defining and "AGF301" in self._by_path[p].codes
+                for p in analysed):
+            context |= self.relevance.gradchecking & self._context_paths
         return context - self._broken_context
 
     def _still_holds(self, seed: object) -> bool:
@@ -446,7 +595,8 @@ class _Run:
                 "reads": reads,
                 "findings": [f.to_json(dynamic=True) for f in self._file_findings[path]],
             }
-        computed = self.project.cache.get("gradchecked") if self.project is not None else None
+        computed = self._gradchecked if self.project is None else \
+            self.project.cache.get("gradchecked")
         if computed is not None and self._gradchecked_seed is None:
             keys, reads = computed
             facts = {**facts, "gradchecked": {
@@ -515,7 +665,6 @@ class _Run:
         whole run would have (so their findings are a whole run's)."""
         self._checking = only
         self._scans_by_path = scans
-        self._scan_errors(scans)
         wanted = None if only is None else only | set(context)
         relevant = []
         for path, source in self._by_path.items():
@@ -534,9 +683,10 @@ class _Run:
         self._errors_before = len(self.result.errors)
         self._analyse(relevant)
         broken = check.broken()
+        self._broken = {s.path for s in broken}
         if any(self._sparse_parsed.get(s.path) for s in broken):
             # Rare: analyse again as the whole parses see it (those files fail).
-            self._whole_only = {s.path for s in broken}
+            self._whole_only |= self._broken
             self._analyse(relevant)
         self.result.findings = sort_findings(
             [finding for findings in self._file_findings.values() for finding in findings])

@@ -1,6 +1,7 @@
 """Shared test helpers: expectations written as `# expect: AGF001` comments."""
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import textwrap
@@ -8,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from autograd_lint.engine import SourceInput, lint_inputs, lint_source
+from autograd_lint.engine import SPARSE_MIN_BYTES, SourceInput, lint_inputs, lint_source
 from autograd_lint.findings import Finding
 from autograd_lint.registry import RULES, default_codes
 
@@ -97,3 +98,230 @@ def forbid_analysis(monkeypatch) -> None:
     def refuse(self, scans):
         raise AssertionError("analysed although the cache had the answer")
     monkeypatch.setattr(engine._Run, "_lint", refuse)
+
+
+FILLER = textwrap.dedent('''\
+    def helper_{n}(values, scale=1.0):
+        """Docstring with a column-0 body line:
+    class NotReal_{n}(torch.autograd.Function):
+        pass
+    """
+        total = [
+    v * scale
+        for v in values]
+        return sum(total)
+
+
+    ''')
+
+
+def big(text: str) -> str:
+    """Pad a module past the size where sparse parsing starts."""
+    count = SPARSE_MIN_BYTES // len(FILLER) + 2
+    return "".join(FILLER.format(n=n) for n in range(count)) + textwrap.dedent(text)
+
+
+def write_tricky_project(root: Path) -> Path:
+    """A project built to stress the prefilter's guesses and the cross-file
+    analysis: aliases, re-exports, namespace packages, sparse parses of
+    long files, syntax errors a sparse parse cannot see, gradcheck tests."""
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .ops import Scale as Scale\n")
+    (pkg / "ops.py").write_text(big('''
+        import torch
+        from torch.autograd import Function as F
+
+
+        class Scale(F):
+            @staticmethod
+            def forward(ctx, x, factor):
+                ctx.x = x
+                x.mul_(factor)
+                return x
+
+            @staticmethod
+            def backward(ctx, grad):
+                grad[grad != grad] = 0
+                return grad
+
+
+        if torch.cuda.is_available():
+            class Fused(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return x.numpy()
+        '''))
+    (pkg / "derived.py").write_text(big('''
+        import torch
+        from .ops import Scale
+
+
+        class Child(Scale):
+            @staticmethod
+            def backward(ctx, grad):
+                return grad
+
+
+        class Untested(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+        '''))
+    (root / "app.py").write_text(big('''
+        import pkg
+        from pkg import ops
+
+
+        result = call(
+        pkg.Scale.forward(None, 1, 2),
+        ops.Scale(),
+        )
+
+
+        def run(x):
+            return ops.Scale.forward(None, x, 2.0)
+        '''))
+    # Reached without importing the name: an alias in another module, an
+    # attribute path from a package, and a class deriving from an alias.
+    (pkg / "api.py").write_text("from .ops import Scale\n\nLegacy = Scale\n")
+    (root / "via_alias.py").write_text(textwrap.dedent('''
+        from pkg.api import Legacy
+        import pkg.api as api
+
+
+        def run(x):
+            return Legacy()(x) + api.Legacy.forward(None, x)
+        '''))
+    (root / "via_package.py").write_text(textwrap.dedent('''
+        import pkg
+
+
+        def run(x):
+            return pkg.ops.Scale.forward(None, x)
+        '''))
+    (root / "base_alias.py").write_text(textwrap.dedent('''
+        import pkg
+
+        Base = pkg.api.Legacy
+
+
+        class Derived(Base):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.keep = x
+                return x
+        '''))
+    (root / "crlf.py").write_bytes(big('''
+        import torch
+
+
+        class Windows(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.saved = x
+                return x * 2
+        ''').replace("\n", "\r\n").encode())
+    # A syntax error outside the statements a sparse parse reads.
+    (root / "legacy.py").write_text(big('''
+        import torch
+
+
+        class Legacy(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.x = x
+                return x
+
+
+        def py312_only[T](x: T) -> T:
+            return x
+        '''))
+    # A long test class with a Function inside one method: only that method
+    # and the class header are parsed (the class is split into its members).
+    methods = "".join(f"    def test_{n}(self):\n        assert helper_{n}([1, 2]) == 3\n\n"
+                      for n in range(40))
+    inner = textwrap.indent(textwrap.dedent('''
+        def test_inner(self):
+            class Inner(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.x = x
+                    return x * 2
+
+                @staticmethod
+                def backward(ctx, grad):
+                    return grad * 2
+
+            return Inner.apply(torch.ones(1))
+
+        def test_direct(self):
+            return ops.Scale.forward(None, 1.0, 2.0)
+        '''), "    ")
+    (root / "test_suite.py").write_text(
+        big("import torch\nfrom pkg import ops\n\n\nclass TestSuite:\n") + methods + inner)
+    # A helper the sparse parse leaves out (it names no Function) changes
+    # the gradient in place: its summary needs the whole file.
+    (root / "helpers.py").write_text(big('''
+        import torch
+
+
+        def clip_(grad, limit):
+            grad.clamp_(-limit, limit)
+            return grad
+
+
+        class Clipped(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, grad):
+                return clip_(grad, 1.0)
+        '''))
+    # A namespace package (no `__init__.py` above `core`): `from ns.core
+    # import nsops` binds a module of the tree.
+    (root / "ns" / "core").mkdir(parents=True)
+    (root / "ns" / "core" / "__init__.py").write_text("")
+    (root / "ns" / "core" / "nsops.py").write_text(textwrap.dedent('''
+        import torch
+
+
+        class NsFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+        '''))
+    (root / "test_ns.py").write_text(textwrap.dedent('''
+        from ns.core import nsops
+
+
+        def test_backward():
+            return nsops.NsFn.backward(None, 1.0)
+        '''))
+    (root / "broken.py").write_text("import torch\nclass Bad(torch.autograd.Function:\n")
+    (root / "unrelated.py").write_text("def f(:\n")  # broken, but not ours to report
+    (root / "test_ops.py").write_text(textwrap.dedent('''
+        from torch.autograd import gradcheck
+        from pkg.derived import Child
+
+
+        def test_child():
+            assert gradcheck (Child.apply, (1.0,))
+        '''))
+    return root
+
+
+def torch_source_tree() -> Path | None:
+    """The installed torch package's sources (found without importing it)."""
+    spec = importlib.util.find_spec("torch")
+    return Path(spec.origin).parent if spec is not None and spec.origin else None

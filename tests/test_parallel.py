@@ -1,0 +1,146 @@
+"""Analysis in worker processes reports exactly what one process reports.
+
+Each worker analyses a run of neighbouring files and parses whatever else a
+name leads to, so a Function, base, helper or gradcheck test in another
+worker's part must still be seen; these tests compare the findings (and the
+Functions listed for the dynamic mode) of both ways on the tricky project of
+the prefilter tests and on the installed torch tree.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograd_lint import engine
+from autograd_lint.engine import SPARSE_MIN_BYTES, LintResult, SourceInput, lint_inputs
+from autograd_lint.files import iter_python_files
+from autograd_lint.registry import RULES
+
+from .helpers import torch_source_tree, write_tricky_project
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="workers are forked on Linux only")
+
+ALL_CODES = frozenset(RULES)
+
+
+def run(root: Path, jobs: int) -> LintResult:
+    paths = list(iter_python_files(root, lambda path, is_dir: False))
+    inputs = [SourceInput(p, str(p), ALL_CODES) for p in paths]
+    return lint_inputs(inputs, scan_tree=True, jobs=jobs, functions=True)
+
+
+def rows(result: LintResult) -> list[tuple]:
+    return [(f.path, f.line, f.column, f.code, f.message) for f in result.findings]
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Split even a small project into parts (two files make one)."""
+    monkeypatch.setattr(engine, "_PARALLEL_MIN_FILES", 2)
+
+
+@pytest.mark.parametrize("jobs", [2, 5])
+def test_workers_find_what_one_process_finds_in_a_tricky_project(
+        tmp_path: Path, small_parts: None, jobs: int) -> None:
+    write_tricky_project(tmp_path)
+    serial, parallel = run(tmp_path, jobs=1), run(tmp_path, jobs=jobs)
+    assert serial.workers == 1 and parallel.workers == jobs
+    assert rows(parallel) == rows(serial)
+    assert parallel.errors == serial.errors
+    assert parallel.functions == serial.functions  # the same, in the same order
+    # Findings that need another part's files: a base class's Function-ness,
+    # a gradcheck test, a reference through a package's re-export.
+    codes = {(Path(f.path).name, f.code) for f in parallel.findings}
+    assert {("derived.py", "AGF301"), ("via_package.py", "AGF105"),
+            ("base_alias.py", "AGF001")} <= codes
+
+
+def test_a_base_in_a_file_that_does_not_parse_is_no_base_in_any_worker(
+        tmp_path: Path, small_parts: None) -> None:
+    # base.py is parsed sparsely (it is long) by the worker analysing
+    # child.py, and that parse succeeds; only its whole parse, in the other
+    # worker, shows that Python cannot import it, so one process never
+    # counts `Base` as a Function.
+    padding = "".join(f"def pad_{n}(x):\n    return x + {n}\n\n\n"
+                      for n in range(SPARSE_MIN_BYTES // 30))
+    (tmp_path / "base.py").write_text(padding + textwrap.dedent('''
+        import torch
+
+
+        class Base(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+
+        def unused(values):
+            values = = 2.0
+        '''))
+    (tmp_path / "child.py").write_text(textwrap.dedent('''
+        from base import Base
+
+
+        class Child(Base):
+            @staticmethod
+            def backward(ctx, grad):
+                return grad, grad
+        '''))
+    serial, parallel = run(tmp_path, jobs=1), run(tmp_path, jobs=2)
+    assert parallel.workers == 2
+    assert rows(parallel) == rows(serial)
+    assert [(Path(f.path).name, f.code) for f in parallel.findings] == [("base.py", "AGF000")]
+
+
+def test_a_base_knows_its_subclasses_in_another_part(tmp_path: Path, small_parts: None) -> None:
+    # Base is a base: no test must gradcheck it and the dynamic mode does
+    # not run it, because a Function derives from it, in another part.
+    (tmp_path / "a_base.py").write_text(textwrap.dedent('''
+        import torch
+
+
+        class Base(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+        '''))
+    (tmp_path / "b_sub.py").write_text(textwrap.dedent('''
+        from a_base import Base
+
+
+        class Sub(Base):
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+        '''))
+    serial, parallel = run(tmp_path, jobs=1), run(tmp_path, jobs=2)
+    assert parallel.workers == 2
+    assert rows(parallel) == rows(serial)
+    assert [(Path(f.path).name, f.code) for f in parallel.findings if f.code == "AGF301"] == \
+        [("b_sub.py", "AGF301")]
+    assert [t.qualname for t in parallel.functions] == ["Sub"]  # the base is not run
+
+
+def test_a_worker_that_dies_leaves_the_analysis_to_one_process(
+        tmp_path: Path, small_parts: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_tricky_project(tmp_path)
+    serial = run(tmp_path, jobs=1)
+    monkeypatch.setattr(engine._Run, "_run_part", lambda *args: os._exit(3))
+    fallback = run(tmp_path, jobs=2)
+    assert fallback.workers == 1
+    assert rows(fallback) == rows(serial)
+
+
+@pytest.mark.skipif(torch_source_tree() is None, reason="torch is not installed")
+def test_workers_find_what_one_process_finds_on_the_torch_tree() -> None:
+    tree = torch_source_tree()
+    assert tree is not None
+    serial, parallel = run(tree, jobs=1), run(tree, jobs=2)
+    assert parallel.workers == 2  # the tree is large enough without help
+    assert rows(parallel) == rows(serial)
+    assert parallel.functions == serial.functions
+    assert len(parallel.findings) > 50
