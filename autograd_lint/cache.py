@@ -4,7 +4,8 @@
 Three layers:
 
 - byte scans of every file, reused while a file's size, mtime and inode are
-  unchanged (a warm run then only stats the files that cannot matter);
+  unchanged, and read only for files whose stat changed since the relevance
+  was judged (a warm run with nothing changed reads none);
 - the relevance of the tree's files, reused while no file's stat changed;
 - the findings of each file that matters, with the content hashes of the
   files its analysis read (its own, the modules it imports from, bases,
@@ -12,7 +13,9 @@ Three layers:
   run re-analyses only the files whose own or read content changed. The run
   settings, the tree's file list, the names that may be Functions and the
   linter's own code key the whole layer (upgrading or editing the linter
-  never serves stale results).
+  never serves stale results). Content hashes are kept with the file's stat
+  and reused while it is unchanged, once the file is two seconds old (a
+  rewrite within the clock's resolution can keep the stat).
 
 Everything is JSON: a cache directory may come with a checkout, and loading
 pickle from it could run code, which static mode never does. Any failure to
@@ -23,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,8 @@ from .findings import Finding, Fix
 from .scan import FileScan
 
 CACHE_DIR = ".autograd_lint_cache"
+# A file's stat vouches for its content hash once it is this old (ns).
+_SETTLED_NS = 2_000_000_000
 _FORMAT = 1
 
 
@@ -93,12 +99,16 @@ class Cache:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._code = _code_fingerprint()
-        files = self._load("scans.json").get("files", {})
-        self._scans: dict[str, Any] = files if isinstance(files, dict) else {}
+        self._stored_scans: dict[str, Any] | None = None  # read on first use
         self._scans_changed = False
         self._previous: dict[str, Any] = {}  # entries replaced in this run
         self._stats: dict[str, list[int] | None] = {}  # stat keys taken in this run
-        self._digests: dict[str, str | None] = {}  # content hashes taken in this run
+        self._digests: dict[str, str | None] = {}  # content hashes known in this run
+        # Content hashes stored by an earlier run, with the stat of the file
+        # then, and those to store: a file whose stat is unchanged is not read.
+        self._stored_digests: dict[str, Any] = {}
+        self._digests_to_store: dict[str, list[Any]] = {}
+        self.digests_changed = False
 
     def stat(self, path: str) -> list[int] | None:
         """The file's (size, mtime, inode), taken once per run."""
@@ -107,6 +117,15 @@ class Cache:
         return self._stats[path]
 
     # -- scans -----------------------------------------------------------------
+
+    @property
+    def _scans(self) -> dict[str, Any]:
+        """The stored scans by path (a warm run with nothing changed never
+        reads them)."""
+        if self._stored_scans is None:
+            files = self._load("scans.json").get("files", {})
+            self._stored_scans = files if isinstance(files, dict) else {}
+        return self._stored_scans
 
     def scan(self, path: str) -> FileScan | None:
         entry = self._scans.get(path)
@@ -161,24 +180,44 @@ class Cache:
         digest.update("\0".join(paths).encode())
         return digest.hexdigest()
 
-    def relevance(self, key: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-        """The stored relevance under `key`, and the stat of each file when it
-        was judged."""
+    def relevance(self, key: str) -> tuple[dict[str, Any] | None, dict[str, Any], list[str]]:
+        """The stored relevance under `key`, the stat of each file when it
+        was judged, and the files that could not be read then."""
         data = self._load("relevance.json")
-        if data.get("key") != key or not isinstance(data.get("stats"), dict):
-            return None, {}
-        return data.get("relevance"), data["stats"]
+        unread = data.get("unreadable")
+        if data.get("key") != key or not isinstance(data.get("stats"), dict) or \
+                not isinstance(unread, list) or not all(isinstance(p, str) for p in unread):
+            return None, {}, []
+        return data.get("relevance"), data["stats"], unread
 
-    def store_relevance(self, key: str, relevance: dict[str, Any], paths: list[str]) -> None:
+    def store_relevance(self, key: str, relevance: dict[str, Any], paths: list[str],
+                        unreadable: list[str]) -> None:
         stats = {path: self.stat(path) for path in paths}
-        self._write("relevance.json", {"key": key, "relevance": relevance, "stats": stats})
+        self._write("relevance.json", {"key": key, "relevance": relevance, "stats": stats,
+                                       "unreadable": unreadable})
 
     # -- per-file results --------------------------------------------------------
     def digest(self, path: str) -> str | None:
-        """The content hash of a file (once per run), None if unreadable."""
-        if path not in self._digests:
-            self._digests[path] = _content_digest(path)
-        return self._digests[path]
+        """The content hash of a file (once per run), None if unreadable;
+        taken from an earlier run while the file's stat is unchanged."""
+        if path in self._digests:
+            return self._digests[path]
+        stat = self.stat(path)
+        stored = self._stored_digests.get(path)
+        value: str | None = None  # no stat: no file to read (or a name such as GRADCHECK_READS)
+        if stat is not None and isinstance(stored, list) and len(stored) == 2 and \
+                stored[0] == stat and isinstance(stored[1], str):
+            value = stored[1]
+        elif stat is not None:
+            value = _content_digest(path)
+        self._digests[path] = value
+        # A file changed within the last seconds may change again within the
+        # clock's resolution, keeping its stat: its hash is not kept.
+        if stat is not None and value is not None and \
+                time.time_ns() - stat[1] > _SETTLED_NS:
+            self._digests_to_store[path] = [stat, value]
+            self.digests_changed |= stored != [stat, value]
+        return value
 
     def run_key(self, settings: object) -> str:
         """A key for the per-file results: the settings and the linter."""
@@ -191,6 +230,8 @@ class Cache:
         as stored under `key`, and the project-wide facts stored with them
         (both empty when the key differs)."""
         data = self._load("files.json")
+        digests = data.get("digests")
+        self._stored_digests = digests if isinstance(digests, dict) else {}
         if data.get("key") != key:
             return {}, {}
         files, facts = data.get("files"), data.get("facts")
@@ -198,7 +239,8 @@ class Cache:
 
     def store_file_results(self, key: str, files: dict[str, Any],
                            facts: dict[str, Any] | None = None) -> None:
-        self._write("files.json", {"key": key, "files": files, "facts": facts or {}})
+        self._write("files.json", {"key": key, "files": files, "facts": facts or {},
+                                   "digests": self._digests_to_store})
 
     @staticmethod
     def findings(items: Any) -> list[Finding] | None:

@@ -18,7 +18,7 @@ import os
 import sys
 import tokenize
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -314,6 +314,52 @@ SPARSE_MIN_BYTES = 16_384
 HUGE_BYTES = 4_000_000
 
 
+class ScanTable(Mapping[str, "FileScan"]):
+    """The byte scans of a run's files by path. Those `take`n are scanned
+    then (in worker processes when there are many), or read from the cache
+    where the file is unchanged; any other is read from the cache when first
+    asked for. A warm run with nothing changed asks for none."""
+
+    def __init__(self, paths: list[str], cache: Cache | None, jobs: int | None) -> None:
+        self._paths = paths
+        self._cache = cache
+        self._jobs = jobs
+        self._taken: dict[str, FileScan] = {}
+
+    def take(self, paths: Iterable[str]) -> None:
+        from .scan import scan_all
+
+        missing = []
+        for path in paths:
+            if path in self._taken:
+                continue
+            cached = self._cache.scan(path) if self._cache is not None else None
+            if cached is not None:
+                self._taken[path] = cached
+            else:
+                missing.append(path)
+        for scan in scan_all(missing, self._jobs if len(missing) > 1 else 1):
+            self._taken[scan.path] = scan
+            if self._cache is not None:
+                self._cache.store_scan(scan)
+
+    def unreadable(self) -> set[str]:
+        """The files taken that could not be read (those not taken were
+        read when they last changed)."""
+        return {path for path, scan in self._taken.items() if scan.error is not None}
+
+    def __getitem__(self, path: str) -> FileScan:
+        if path not in self._taken:
+            self.take([path])
+        return self._taken[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
 class _Run:
     """One batch run: scan, judge relevance, parse, resolve, check."""
 
@@ -341,7 +387,7 @@ class _Run:
         # Functions gradcheck exercises as an earlier run found it.
         self._context_paths: set[str] = set()
         self._broken_context: set[str] = set()
-        self._scans_by_path: dict[str, FileScan] = {}
+        self._scans_by_path: ScanTable | None = None
         self._gradchecked_seed: dict[str, Any] | None = None
         # Which Functions gradcheck exercises, as a worker found it.
         self._gradchecked: tuple[set[tuple[str, str]], frozenset[str]] | None = None
@@ -352,12 +398,14 @@ class _Run:
     def lint(self) -> LintResult:
         references = any(c in i.codes for i in self.inputs for c in ("AGF105", "AGF301"))
         gradcheck = self.scan_tree and any("AGF301" in i.codes for i in self.inputs)
-        scans = self._scans()
+        scans = ScanTable(list(self._by_path), self.cache, self.jobs)
         self.relevance = self._judge(scans, references, gradcheck)
         # The files a run analyses (all of them without the prefilter).
-        relevant = [p for p, source in self._by_path.items() if scans[p].error is None and (
+        unreadable = scans.unreadable()
+        relevant = [p for p, source in self._by_path.items() if p not in unreadable and (
             source.explicit or not self.prefilter or self.relevance.matters(p))]
-        self._scan_errors(scans)
+        self.result.errors.extend((source.display, scans[p].error or "")
+                                  for p, source in self._by_path.items() if p in unreadable)
         if self.cache is None:
             self._analyse_files(scans, relevant)
             return self.result
@@ -381,7 +429,7 @@ class _Run:
         self.cache.flush()
         return self.result
 
-    def _analyse_files(self, scans: dict[str, FileScan], relevant: list[str],
+    def _analyse_files(self, scans: ScanTable, relevant: list[str],
                        only: set[str] | None = None, broken: frozenset[str] | set[str] =
                        frozenset()) -> None:
         """Analyse `only` (None: every relevant file), in worker processes
@@ -409,7 +457,7 @@ class _Run:
         else:
             self._lint(scans, only, self._context(only, relevant, scans, broken))
 
-    def _parts(self, targets: list[str], scans: dict[str, FileScan]) -> list[list[str]]:
+    def _parts(self, targets: list[str], scans: ScanTable) -> list[list[str]]:
         """The files to analyse cut into one run of neighbours per worker
         (neighbours import each other: fewer files parsed twice), balanced
         by the cost each file is expected to have."""
@@ -442,7 +490,7 @@ class _Run:
                         for _, bases in scan.headers)
         return 1.0 + functions + size / _BYTES_PER_FILE_COST
 
-    def _run_parts(self, scans: dict[str, FileScan], relevant: list[str],
+    def _run_parts(self, scans: ScanTable, relevant: list[str],
                    parts: list[list[str]], broken: frozenset[str] | set[str]
                    ) -> list[PartResult] | None:
         """Each part analysed in a forked worker; None when one failed."""
@@ -477,7 +525,7 @@ class _Run:
             worker.join()
         return results
 
-    def _run_part(self, scans: dict[str, FileScan], relevant: list[str], part: set[str],
+    def _run_part(self, scans: ScanTable, relevant: list[str], part: set[str],
                   broken: frozenset[str] | set[str], writer: Any) -> None:
         """In a worker: analyse `part`, send what the parent keeps."""
         try:
@@ -508,7 +556,7 @@ class _Run:
         self.result.findings = sort_findings(
             [finding for findings in self._file_findings.values() for finding in findings])
 
-    def _context(self, analysed: set[str], relevant: list[str], scans: dict[str, FileScan],
+    def _context(self, analysed: set[str], relevant: list[str], scans: ScanTable,
                  broken: frozenset[str] | set[str]) -> set[str]:
         """The files to parse up front beside those `analysed`: those deriving
         from their classes and, when an analysed file may define a Function
@@ -549,7 +597,7 @@ class _Run:
         return [source.display, sorted(source.codes), source.explicit]
 
     def _stale(self, relevant: list[str], records: dict[str, Any],
-               scans: dict[str, FileScan]) -> set[str] | None:
+               scans: ScanTable) -> set[str] | None:
         """The files to analyse again: changed, or reading a changed file;
         None when every file must be (one has no sound stored result). The
         stored findings of the others are taken."""
@@ -591,6 +639,9 @@ class _Run:
         """Keep each analysed file's findings and reads (not after an internal
         error in it: that file is analysed again next time)."""
         assert self.cache is not None
+        if stale is not None and not stale and records.keys() == set(relevant) and \
+                not self.cache.digests_changed:
+            return  # nothing analysed, nothing dropped: what is stored stands
         failed = {display for display, _ in self.result.errors}
         stored: dict[str, object] = {}
         for path in relevant:
@@ -614,60 +665,43 @@ class _Run:
                 "reads": {read: self.cache.digest(read) for read in sorted(reads)}}}
         self.cache.store_file_results(key, stored, facts)
 
-    def _judge(self, scans: dict[str, FileScan], references: bool,
+    def _judge(self, scans: ScanTable, references: bool,
                gradcheck: bool) -> Relevance:
         """The relevance of every file: from the cache while no file changed,
         updated for the changed files while their scans are the same, else
         judged again."""
         from .relevance import Relevance, judge
 
+        paths = list(self._by_path)
         if self.cache is None:
+            scans.take(paths)
             return judge(list(scans.values()), references=references, gradcheck=gradcheck,
                          module_names=self.module_names, jobs=self.jobs)
         cache = self.cache
-        key = cache.relevance_key(list(scans), [references, gradcheck])
-        stored, stats = cache.relevance(key)
+        key = cache.relevance_key(paths, [references, gradcheck])
+        stored, stats, unread = cache.relevance(key)
         relevance = None
         try:
             relevance = Relevance.from_json(stored) if stored is not None else None
         except (KeyError, TypeError, ValueError):
             pass  # damaged: judge again
         if relevance is not None:
-            changed = [p for p in scans if cache.stat(p) != stats.get(p)]
+            changed = [p for p in paths if cache.stat(p) != stats.get(p)]
+            # Files that could not be read are read again (to say so again).
+            scans.take(changed + [p for p in unread if p in self._by_path])
             if not changed:
                 return relevance
             same = len(changed) <= _UPDATE_MAX_FILES and all(
                 _same_scan(cache.previous_scan(p, stats.get(p)), scans[p]) for p in changed)
             relevance = relevance.updated([scans[p] for p in changed]) if same else None
         if relevance is None:
+            scans.take(paths)
             relevance = judge(list(scans.values()), references=references, gradcheck=gradcheck,
                               module_names=self.module_names, jobs=self.jobs)
-        cache.store_relevance(key, relevance.to_json(), list(scans))
+        cache.store_relevance(key, relevance.to_json(), paths, sorted(scans.unreadable()))
         return relevance
 
-    def _scans(self) -> dict[str, FileScan]:
-        """Byte scans of every input, from the cache where a file is unchanged."""
-        from .scan import scan_all
-
-        scans: dict[str, FileScan] = {}
-        missing = []
-        for path in self._by_path:
-            cached = self.cache.scan(path) if self.cache is not None else None
-            if cached is not None:
-                scans[path] = cached
-            else:
-                missing.append(path)
-        for scan in scan_all(missing, self.jobs):
-            scans[scan.path] = scan
-            if self.cache is not None:
-                self.cache.store_scan(scan)
-        return {path: scans[path] for path in self._by_path}
-
-    def _scan_errors(self, scans: dict[str, FileScan]) -> None:
-        self.result.errors.extend((self._by_path[p].display, scan.error)
-                                  for p, scan in scans.items() if scan.error is not None)
-
-    def _lint(self, scans: dict[str, FileScan], only: set[str] | None = None,
+    def _lint(self, scans: ScanTable, only: set[str] | None = None,
               context: Iterable[str] = ()) -> None:
         """Parse the files that matter and analyse them; with `only`, parse
         those and `context` up front, analyse only those in `only`, and
@@ -677,13 +711,13 @@ class _Run:
         self._scans_by_path = scans
         wanted = None if only is None else only | set(context)
         relevant = []
+        unreadable = scans.unreadable()
         for path, source in self._by_path.items():
-            scan = scans[path]
-            if scan.error is not None or (wanted is not None and path not in wanted):
+            if path in unreadable or (wanted is not None and path not in wanted):
                 continue
             matters = source.explicit or self.relevance.matters(path)
             if matters or not self.prefilter:
-                relevant.append((source, scan, matters))
+                relevant.append((source, scans[path], matters))
         # Sparse parses skip statements; a syntax error there must still be
         # reported as a whole parse would. Check those files whole, in the
         # background, while the sparse results are analysed. (Unchanged
@@ -841,6 +875,7 @@ class _Run:
         self._in_project.add(source.path)
         if source.path in self._broken_context:
             return None  # it does not parse: a whole run's project lacks it too
+        assert self._scans_by_path is not None
         entry = self._parse(source, self._scans_by_path[source.path], True)
         if entry is None or entry.module is None:
             return None

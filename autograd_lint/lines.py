@@ -9,6 +9,7 @@ of them go through `LineIndex`. `SourceLines` reads the reported files again
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from itertools import accumulate
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what `ast` counts as a new line
@@ -19,11 +20,21 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        if "\r" in text:
-            self.starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
-        else:  # the common case, without a regular expression per line
-            self.starts = [0, *accumulate(len(line) + 1 for line in text.split("\n")[:-1])]
         self.newline = m.group() if (m := LINE_BREAK.search(text)) else "\n"
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """The lines without their line breaks (all a column needs: most
+        outputs never need offsets, which cost a pass over the text)."""
+        return LINE_BREAK.split(self.text) if "\r" in self.text else self.text.split("\n")
+
+    @cached_property
+    def starts(self) -> list[int]:
+        """The offset where each line starts."""
+        if "\r" in self.text:
+            return [0] + [m.end() for m in LINE_BREAK.finditer(self.text)]
+        # The common case, without a regular expression per line.
+        return [0, *accumulate(len(line) + 1 for line in self.lines[:-1])]
 
     def line_text(self, line: int) -> str:
         """The line with its line break."""
@@ -33,9 +44,9 @@ class LineIndex:
 
     def line(self, line: int) -> str:
         """The line without its line break; "" past either end."""
-        if not 1 <= line <= len(self.starts):
+        if not 1 <= line <= len(self.lines):
             return ""
-        return self.line_text(line).rstrip("\r\n")
+        return self.lines[line - 1]
 
     def _prefix(self, line: int, byte_column: int) -> str:
         text = self.line(line)

@@ -3,10 +3,14 @@ never in the way (damaged or unwritable caches are ignored)."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 
+from autograd_lint import cache as cache_module
+from autograd_lint import scan as scan_module
 from autograd_lint.cache import CACHE_DIR
 from autograd_lint.cli import main
 
@@ -71,6 +75,57 @@ def test_no_cache_reads_and_writes_nothing(project: Path, capsys) -> None:
     assert not (project / CACHE_DIR).exists()
 
 
+def test_a_warm_run_with_nothing_changed_reads_no_source_and_no_stored_scan(
+        project: Path, capsys, monkeypatch) -> None:
+    settled = time.time() - 60  # the stats of files this old vouch for their content
+    for path in project.glob("*.py"):
+        os.utime(path, (settled, settled))
+    first = check(capsys)
+    check(capsys)
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("read although nothing changed")
+    monkeypatch.setattr(cache_module, "_content_digest", refuse)
+    monkeypatch.setattr(scan_module, "_read", refuse)
+    load = cache_module.Cache._load
+    monkeypatch.setattr(cache_module.Cache, "_load", lambda self, name: refuse() if
+                        name == "scans.json" else load(self, name))
+    forbid_analysis(monkeypatch)
+    assert check(capsys) == first
+
+
+def test_a_file_rewritten_with_the_same_stat_soon_after_is_read_again(
+        project: Path, capsys) -> None:
+    # A write within the file system's clock resolution may keep size, mtime
+    # and inode: a stat vouches for content only once the file has settled.
+    assert ("ops.py", 7, "AGF001") in check(capsys)
+    ops = project / "ops.py"
+    before = os.stat(ops)
+    text = ops.read_text()
+    leak = "        ctx.x = x\n"
+    ops.write_text(text.replace(leak, "#" * (len(leak) - 1) + "\n"))
+    os.utime(ops, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(ops)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == \
+        (before.st_size, before.st_mtime_ns, before.st_ino)
+    assert ("ops.py", 7, "AGF001") not in check(capsys)
+
+
+def test_a_file_that_cannot_be_read_is_reported_by_every_run(
+        project: Path, capsys, monkeypatch) -> None:
+    (project / "secret.py").write_text("import torch\n")
+    read = scan_module._read
+
+    def denied(path: str) -> bytes:
+        if path.endswith("secret.py"):
+            raise PermissionError(13, "Permission denied")
+        return read(path)
+    monkeypatch.setattr(scan_module, "_read", denied)
+    for _ in range(2):  # the second run finds its stat unchanged
+        assert main(["check", ".", "--quiet"]) == 2
+        assert "secret.py: cannot read file: Permission denied" in capsys.readouterr().err
+
+
 def test_damaged_caches_are_ignored(project: Path, capsys) -> None:
     expected = check(capsys)
     cache = project / CACHE_DIR
@@ -79,15 +134,22 @@ def test_damaged_caches_are_ignored(project: Path, capsys) -> None:
         ("files.json", json.dumps({"key": None, "findings": [1, 2]})),
         ("scans.json", json.dumps({"code": "x", "files": []})),
         ("scans.json", "[]"),
+        ("relevance.json", json.dumps({"key": None, "stats": {}, "unreadable": 3})),
     ]
     for name, text in damages:
         (cache / name).write_text(text)
         assert check(capsys) == expected, (name, text)
+    # Stored scans are read only when a file changed or the relevance must be
+    # judged again: without relevance.json, all are.
+    (cache / "relevance.json").unlink()
+    assert check(capsys) == expected
     # A damaged entry under the right keys: read the file again.
     scans = json.loads((cache / "scans.json").read_text())
     for entry in scans["files"].values():
         entry["scan"] = {"headers": 5}
     (cache / "scans.json").write_text(json.dumps(scans))
+    (cache / "relevance.json").unlink()
+    assert check(capsys) == expected
     for damage in ({"findings": [{"path": 1}]}, {"findings": 7}, {"reads": 5}, {"digest": 3}):
         check(capsys)  # store sound records again
         result = json.loads((cache / "files.json").read_text())
