@@ -736,9 +736,10 @@ class _Run:
             [finding for findings in self._file_findings.values() for finding in findings])
 
     def _analyse(self, relevant: list[tuple[SourceInput, FileScan, bool]]) -> None:
-        for source, _, _ in relevant:  # from an earlier pass
-            self._file_findings.pop(source.path, None)
-            self._reads.pop(source.path, None)
+        for source, _, _ in relevant:  # from an earlier pass (context files keep theirs)
+            if self._checking is None or source.path in self._checking:
+                self._file_findings.pop(source.path, None)
+                self._reads.pop(source.path, None)
         self._sparse_parsed: dict[str, bool] = {}
         del self.result.errors[self._errors_before:]  # from an earlier pass
         self.result.functions = []

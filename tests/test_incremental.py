@@ -198,3 +198,27 @@ def test_a_new_attribute_reference_is_judged_without_the_whole_tree(
     assert judged == []
     assert ("app.py", 6, "AGF105") in rows(incremental)
     assert incremental == run(capsys, "--no-cache")
+
+
+def test_a_sibling_subclass_read_for_its_base_keeps_its_findings(
+        project: Path, capsys, analysed: list[str]) -> None:
+    # A second subclass of Base: editing it makes base.py stale (it may now
+    # have another subclass), and derived.py is parsed beside base.py (it
+    # derives from it) without being analysed: its stored findings stand.
+    (project / "pkg" / "sibling.py").write_text(textwrap.dedent('''
+        from pkg.base import Base
+
+
+        class Sibling(Base):
+            pass
+        '''))
+    first = run(capsys)
+    kept = {row for row in rows(first) if row[0] == "derived.py"}
+    assert kept  # derived.py has findings to keep
+    analysed.clear()
+    sibling = project / "pkg" / "sibling.py"
+    sibling.write_text(sibling.read_text() + "\n# edited\n")
+    second = run(capsys)
+    assert "derived.py" not in analysed and "base.py" in analysed
+    assert kept <= rows(second)
+    assert second == run(capsys, "--no-cache")
