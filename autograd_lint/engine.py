@@ -406,15 +406,20 @@ class _Run:
             source.explicit or not self.prefilter or self.relevance.matters(p))]
         self.result.errors.extend((source.display, scans[p].error or "")
                                   for p, source in self._by_path.items() if p in unreadable)
+        # Files read only for what others import (beside named files) are
+        # never analysed: parsed when a name leads there.
+        reported = {p for p in relevant if not self._by_path[p].context}
+        everything = None if len(reported) == len(relevant) else reported
         if self.cache is None:
-            self._analyse_files(scans, relevant)
+            self._analyse_files(scans, relevant, everything)
+            self._file_findings.update((p, []) for p in relevant if p not in reported)
             return self.result
         key = self.cache.run_key(self._run_settings())
         records, facts = self.cache.file_results(key)
         stale = self._stale(relevant, records, scans)
         if stale is None:
-            self._analyse_files(scans, relevant)
-        elif stale:
+            self._analyse_files(scans, relevant, everything)
+        elif stale & reported:
             seed = facts.get("gradchecked")
             if self.scan_tree and not any(scans[p].gradcheck for p in stale) and \
                     self._still_holds(seed):
@@ -422,7 +427,10 @@ class _Run:
             # Files whose stored results say they do not parse.
             broken = {p for p in relevant if p not in stale and any(
                 item.get("code") == "AGF000" for item in records[p]["findings"])}
-            self._analyse_files(scans, relevant, stale, broken)
+            self._analyse_files(scans, relevant, stale & reported, broken)
+        # A context file's record holds its digest (its changes make the
+        # files deriving from its classes stale), never findings or reads.
+        self._file_findings.update((p, []) for p in relevant if p not in reported)
         self.result.findings = sort_findings(
             [finding for path in relevant for finding in self._file_findings.get(path, ())])
         self._store(key, relevant, records, stale, facts)
@@ -725,8 +733,15 @@ class _Run:
         check = SyntaxCheck([s for s, _, _ in relevant if self._sparse_candidate(s) and (
             self._checking is None or s.path in self._checking)], self.jobs)
         self._errors_before = len(self.result.errors)
+        checked = {s.path for s in check.sources}
         self._analyse(relevant)
         broken = check.broken()
+        # Files parsed sparsely because a name led there: a whole run checks
+        # them whole too (in the background, with the others; never the
+        # files too large to parse whole).
+        late = [self._by_path[p] for p, sparse in self._sparse_parsed.items()
+                if sparse and p not in checked and self._sparse_candidate(self._by_path[p])]
+        broken += SyntaxCheck(late, 1).broken()
         self._broken = {s.path for s in broken}
         if any(self._sparse_parsed.get(s.path) for s in broken):
             # Rare: analyse again as the whole parses see it (those files fail).
@@ -911,6 +926,7 @@ class SyntaxCheck:
 
     def __init__(self, sources: list[SourceInput], jobs: int | None) -> None:
         # A file Python itself compiled, unchanged since, parses: skip it.
+        self.sources = sources
         sources = [s for s in sources if not _compiled_by_this_python(s.path)]
         self._sources = sources
         self._futures: list = []

@@ -81,6 +81,32 @@ def test_same_findings_as_the_whole_project_for_the_named_file(project: Path, ca
     assert findings(capsys, "use.py") == whole
 
 
+@pytest.mark.parametrize("cache", [[], ["--no-cache"]])
+def test_only_the_named_files_are_analysed(project: Path, capsys, monkeypatch,
+                                           cache: list[str]) -> None:
+    from autograd_lint import engine
+
+    analysed: list[str] = []
+    real = engine.check_module
+    monkeypatch.setattr(engine, "check_module", lambda module, *rest: (
+        analysed.append(Path(module.path).name), real(module, *rest))[1])
+    for _ in range(2):  # the second run with the cache: from it
+        main(["check", "--isolated", "--format", "json", "use.py", *cache])
+        found = [(f["path"], f["line"], f["code"]) for f in json.loads(capsys.readouterr().out)]
+        assert found == [("use.py", 7, "AGF105"), ("use.py", 13, "AGF001")]
+    # fns.py is parsed for Cube and Base, never checked.
+    assert analysed == ["use.py"] * (1 if not cache else 2)
+
+
+def test_a_long_context_file_that_does_not_parse_defines_nothing(project: Path,
+                                                                  capsys) -> None:
+    # Parsed sparsely when `from fns import Base` leads there, it must still
+    # be checked whole: Python cannot import it, so Base is no Function.
+    padding = "".join(f"def pad_{n}(x):\n    return x + {n}\n\n\n" for n in range(800))
+    (project / "fns.py").write_text(padding + FUNCTIONS + "\n\ndef unused(x):\n    x = = 1\n")
+    assert findings(capsys, "use.py") == findings(capsys, "use.py", "--no-prefilter") == []
+
+
 def test_the_context_can_be_turned_off(project: Path, capsys) -> None:
     assert findings(capsys, "use.py", "--no-project-context") == []
 
