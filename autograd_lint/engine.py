@@ -412,7 +412,6 @@ class _Run:
         everything = None if len(reported) == len(relevant) else reported
         if self.cache is None:
             self._analyse_files(scans, relevant, everything)
-            self._file_findings.update((p, []) for p in relevant if p not in reported)
             return self.result
         key = self.cache.run_key(self._run_settings())
         records, facts = self.cache.file_results(key)
@@ -420,14 +419,7 @@ class _Run:
         if stale is None:
             self._analyse_files(scans, relevant, everything)
         elif stale & reported:
-            seed = facts.get("gradchecked")
-            if self.scan_tree and not any(scans[p].gradcheck for p in stale) and \
-                    self._still_holds(seed):
-                self._gradchecked_seed = seed
-            # Files whose stored results say they do not parse.
-            broken = {p for p in relevant if p not in stale and any(
-                item.get("code") == "AGF000" for item in records[p]["findings"])}
-            self._analyse_files(scans, relevant, stale & reported, broken)
+            self._analyse_stale(scans, relevant, stale & reported, records, facts)
         # A context file's record holds its digest (its changes make the
         # files deriving from its classes stale), never findings or reads.
         self._file_findings.update((p, []) for p in relevant if p not in reported)
@@ -436,6 +428,19 @@ class _Run:
         self._store(key, relevant, records, stale, facts)
         self.cache.flush()
         return self.result
+
+    def _analyse_stale(self, scans: ScanTable, relevant: list[str], stale: set[str],
+                       records: dict[str, Any], facts: dict[str, Any]) -> None:
+        """An incremental run: the stale files, with what the stored results
+        of the others say (the gradcheck answer while it holds, the files
+        that do not parse)."""
+        seed = facts.get("gradchecked")
+        if self.scan_tree and not any(scans[p].gradcheck for p in stale) and \
+                self._still_holds(seed):
+            self._gradchecked_seed = seed
+        broken = {p for p in relevant if p not in stale and p in records and any(
+            item.get("code") == "AGF000" for item in records[p]["findings"])}
+        self._analyse_files(scans, relevant, stale, broken)
 
     def _analyse_files(self, scans: ScanTable, relevant: list[str],
                        only: set[str] | None = None, broken: frozenset[str] | set[str] =
