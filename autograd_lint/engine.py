@@ -338,10 +338,20 @@ class ScanTable(Mapping[str, "FileScan"]):
                 self._taken[path] = cached
             else:
                 missing.append(path)
-        for scan in scan_all(missing, self._jobs if len(missing) > 1 else 1):
+        for scan in scan_all(missing, self._jobs):
             self._taken[scan.path] = scan
             if self._cache is not None:
                 self._cache.store_scan(scan)
+
+    def class_names(self, paths: Iterable[str]) -> set[str]:
+        """The names of the classes these files define."""
+        return {name for path in paths for name, _ in self[path].headers}
+
+    def base_names(self, paths: Iterable[str]) -> set[str]:
+        """The last parts of the bases of these files' classes (`ops.Scale`:
+        `Scale`)."""
+        return {base.rpartition(".")[2] for path in paths
+                for _, bases in self[path].headers for base in bases}
 
     def unreadable(self) -> set[str]:
         """The files taken that could not be read (those not taken were
@@ -466,9 +476,9 @@ class _Run:
                 self.result.workers = len(results)
                 return
         if only is None:
-            self._lint(scans)
+            self._lint(scans, relevant)
         else:
-            self._lint(scans, only, self._context(only, relevant, scans, broken))
+            self._lint(scans, relevant, only, self._context(only, relevant, scans, broken))
 
     def _parts(self, targets: list[str], scans: ScanTable) -> list[list[str]]:
         """The files to analyse cut into one run of neighbours per worker
@@ -492,15 +502,11 @@ class _Run:
         """A file's analysis time, in units of what any file costs: the rules
         run per Function, parsing costs by size (fitted on the torch tree,
         where a file costs about 5 ms, a Function as much, a megabyte 50 ms)."""
-        from .relevance import is_function_base
-
         try:
             size = os.stat(path).st_size
         except OSError:
             size = 0
-        candidates = self.relevance.candidates
-        functions = sum(any(is_function_base(base, scan.aliases, candidates) for base in bases)
-                        for _, bases in scan.headers)
+        functions = sum(name in self.relevance.candidates for name, _ in scan.headers)
         return 1.0 + functions + size / _BYTES_PER_FILE_COST
 
     def _run_parts(self, scans: ScanTable, relevant: list[str],
@@ -544,7 +550,7 @@ class _Run:
         try:
             self.jobs = 1  # this worker has its core; no pools of its own
             errors_before = len(self.result.errors)
-            self._lint(scans, part, self._context(part, relevant, scans, broken))
+            self._lint(scans, relevant, part, self._context(part, relevant, scans, broken))
             computed = self.project.cache.get("gradchecked") if self.project else None
             writer.send(PartResult(
                 findings={p: self._file_findings[p] for p in part if p in self._file_findings},
@@ -577,11 +583,8 @@ class _Run:
         that matters is parsed when a name leads to it."""
         self._broken_context = set(broken) - analysed
         self._context_paths = set(relevant) - analysed
-        defined = {name for path in analysed for name, _ in scans[path].headers} & \
-            self.relevance.candidates
-        context = {path for path in self._context_paths
-                   if any(base.rpartition(".")[2] in defined
-                          for _, bases in scans[path].headers for base in bases)}
+        defined = scans.class_names(analysed) & self.relevance.candidates
+        context = {path for path in self._context_paths if scans.base_names([path]) & defined}
         if self.scan_tree and self._gradchecked_seed is None and any(
                 p in self.relevance.defining and "AGF301" in self._by_path[p].codes
                 for p in analysed):
@@ -637,12 +640,10 @@ class _Run:
         # a class of another file (which may now have subclasses), or that
         # now calls gradcheck (which may now exercise any Function).
         # (Only custom Functions have subclasses that matter: by name, candidates.)
-        candidates = self.relevance.candidates
-        bases = {base.rpartition(".")[2] for path in changed
-                 for _, names in scans[path].headers for base in names} & candidates
+        bases = scans.base_names(changed) & self.relevance.candidates
         gradchecks = any(scans[path].gradcheck for path in changed)
         for path in relevant:
-            if any(name in bases for name, _ in scans[path].headers) or \
+            if scans.class_names([path]) & bases or \
                     (gradchecks and GRADCHECK_READS in records[path]["reads"]):
                 stale.add(path)
         return stale | changed
@@ -714,9 +715,9 @@ class _Run:
         cache.store_relevance(key, relevance.to_json(), paths, sorted(scans.unreadable()))
         return relevance
 
-    def _lint(self, scans: ScanTable, only: set[str] | None = None,
+    def _lint(self, scans: ScanTable, paths: list[str], only: set[str] | None = None,
               context: Iterable[str] = ()) -> None:
-        """Parse the files that matter and analyse them; with `only`, parse
+        """Parse the relevant `paths` and analyse them; with `only`, parse
         those and `context` up front, analyse only those in `only`, and
         parse any other file that matters when a name leads there, as a
         whole run would have (so their findings are a whole run's)."""
@@ -724,12 +725,10 @@ class _Run:
         self._scans_by_path = scans
         wanted = None if only is None else only | set(context)
         relevant = []
-        unreadable = scans.unreadable()
-        for path, source in self._by_path.items():
-            if path in unreadable or (wanted is not None and path not in wanted):
-                continue
-            matters = source.explicit or self.relevance.matters(path)
-            if matters or not self.prefilter:
+        for path in paths:
+            if wanted is None or path in wanted:
+                source = self._by_path[path]
+                matters = source.explicit or self.relevance.matters(path)
                 relevant.append((source, scans[path], matters))
         # Sparse parses skip statements; a syntax error there must still be
         # reported as a whole parse would. Check those files whole, in the

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from autograd_lint.engine import SPARSE_MIN_BYTES, SourceInput, lint_inputs, lint_source
+from autograd_lint.engine import SPARSE_MIN_BYTES, LintResult, SourceInput, lint_inputs, lint_source
 from autograd_lint.findings import Finding
 from autograd_lint.registry import RULES, default_codes
 
@@ -62,12 +62,19 @@ def lint(code: str, codes: Iterable[str] | None = None, path: str = "snippet.py"
     return lint_source(code, path=path, codes=codes_for(code) if codes is None else codes)
 
 
-def lint_tree(root: Path, codes: Iterable[str] | None = None, *,
-              scan_tree: bool = True, prefilter: bool = True) -> list[Finding]:
-    """Lint a directory as a project scan, the way `check DIR` does."""
+def lint_tree_result(root: Path, codes: Iterable[str] | None = None, *,
+                     scan_tree: bool = True, **options: object) -> LintResult:
+    """Lint a directory as a project scan, the way `check DIR` does
+    (`options`: those of `lint_inputs`, such as prefilter or jobs)."""
     enabled = frozenset(DEFAULT_CODES if codes is None else codes)
     inputs = [SourceInput(p, str(p), enabled) for p in sorted(root.rglob("*.py"))]
-    result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=prefilter)
+    return lint_inputs(inputs, scan_tree=scan_tree, **options)  # type: ignore[arg-type]
+
+
+def lint_tree(root: Path, codes: Iterable[str] | None = None, *,
+              scan_tree: bool = True, **options: object) -> list[Finding]:
+    """The findings of `lint_tree_result`, which must report no error."""
+    result = lint_tree_result(root, codes, scan_tree=scan_tree, **options)
     assert not result.errors, result.errors
     return result.findings
 
@@ -95,7 +102,7 @@ def forbid_analysis(monkeypatch) -> None:
     """Make any real analysis fail: only a cached result can answer."""
     from autograd_lint import engine
 
-    def refuse(self, scans):
+    def refuse(*args: object) -> None:
         raise AssertionError("analysed although the cache had the answer")
     monkeypatch.setattr(engine._Run, "_lint", refuse)
 
@@ -325,3 +332,8 @@ def torch_source_tree() -> Path | None:
     """The installed torch package's sources (found without importing it)."""
     spec = importlib.util.find_spec("torch")
     return Path(spec.origin).parent if spec is not None and spec.origin else None
+
+
+def finding_rows(findings: Iterable[Finding]) -> list[tuple]:
+    """What two runs must agree on, finding by finding."""
+    return [(f.path, f.line, f.column, f.code, f.message) for f in findings]

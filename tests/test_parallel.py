@@ -16,26 +16,26 @@ from pathlib import Path
 import pytest
 
 from autograd_lint import engine
-from autograd_lint.engine import SPARSE_MIN_BYTES, LintResult, SourceInput, lint_inputs
-from autograd_lint.files import iter_python_files
-from autograd_lint.registry import RULES
+from autograd_lint.engine import SPARSE_MIN_BYTES, LintResult
 
-from .helpers import torch_source_tree, write_tricky_project
+from .helpers import (
+    ALL_CODES,
+    finding_rows,
+    lint_tree_result,
+    torch_source_tree,
+    write_tricky_project,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="workers are forked on Linux only")
 
-ALL_CODES = frozenset(RULES)
-
 
 def run(root: Path, jobs: int) -> LintResult:
-    paths = list(iter_python_files(root, lambda path, is_dir: False))
-    inputs = [SourceInput(p, str(p), ALL_CODES) for p in paths]
-    return lint_inputs(inputs, scan_tree=True, jobs=jobs, functions=True)
+    return lint_tree_result(root, ALL_CODES, jobs=jobs, functions=True)
 
 
 def rows(result: LintResult) -> list[tuple]:
-    return [(f.path, f.line, f.column, f.code, f.message) for f in result.findings]
+    return finding_rows(result.findings)
 
 
 @pytest.fixture

@@ -10,26 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.engine import SourceInput, lint_inputs
-from autograd_lint.files import iter_python_files
 from autograd_lint.findings import Finding
-from autograd_lint.registry import RULES
 
-from .helpers import torch_source_tree, write_tricky_project
-
-ALL_CODES = frozenset(RULES)
+from .helpers import ALL_CODES, finding_rows, lint_tree, torch_source_tree, write_tricky_project
 
 
 def run(root: Path, prefilter: bool, jobs: int = 1) -> list[Finding]:
-    paths = list(iter_python_files(root, lambda path, is_dir: False))
-    inputs = [SourceInput(p, str(p), ALL_CODES) for p in paths]
-    result = lint_inputs(inputs, scan_tree=True, prefilter=prefilter, jobs=jobs)
-    assert not result.errors, result.errors[:5]
-    return result.findings
-
-
-def as_rows(findings: list[Finding]) -> list[tuple]:
-    return [(f.path, f.line, f.column, f.code, f.message) for f in findings]
+    return lint_tree(root, ALL_CODES, prefilter=prefilter, jobs=jobs)
 
 
 @pytest.fixture
@@ -40,7 +27,7 @@ def project(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("jobs", [1, 2])  # syntax checks in-process, or in a worker
 def test_prefilter_keeps_every_finding_of_a_tricky_project(project: Path, jobs: int) -> None:
     filtered, whole = run(project, prefilter=True, jobs=jobs), run(project, prefilter=False)
-    assert as_rows(filtered) == as_rows(whole)
+    assert finding_rows(filtered) == finding_rows(whole)
     codes = {(Path(f.path).name, f.code) for f in filtered}
     # The project really exercises the rules the prefilter must not hide.
     assert {("ops.py", "AGF001"), ("ops.py", "AGF007"), ("ops.py", "AGF006"),
@@ -60,5 +47,5 @@ def test_prefilter_keeps_every_finding_on_the_torch_tree() -> None:
     assert tree is not None
     filtered = run(tree, prefilter=True)
     whole = run(tree, prefilter=False)
-    assert as_rows(filtered) == as_rows(whole)
+    assert finding_rows(filtered) == finding_rows(whole)
     assert len(filtered) > 50  # the tree has real findings, so the comparison means something
