@@ -6,7 +6,8 @@ Three layers:
 - byte scans of every file, reused while a file's size, mtime and inode are
   unchanged, and read only for files whose stat changed since the relevance
   was judged (a warm run with nothing changed reads none);
-- the relevance of the tree's files, reused while no file's stat changed;
+- the relevance of the tree's files, reused while no file's stat changed
+  (and updated for the few that changed while their scans say the same);
 - the findings of each file that matters, with the content hashes of the
   files its analysis read (its own, the modules it imports from, bases,
   helpers, the files that derive from its Functions or gradcheck them). A
@@ -16,6 +17,9 @@ Three layers:
   never serves stale results). Content hashes are kept with the file's stat
   and reused while it is unchanged, once the file is two seconds old (a
   rewrite within the clock's resolution can keep the stat).
+
+The language server uses `EditorCache`: the stored scans, then its own
+updates kept in memory (an unsaved buffer's text is not the file's).
 
 Everything is JSON: a cache directory may come with a checkout, and loading
 pickle from it could run code, which static mode never does. Any failure to
@@ -27,6 +31,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +69,12 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def cache_directory(root: Path, given: str | None = None) -> Path:
+    """Where a project's cache lives: `given` (--cache-dir), else
+    AUTOGRAD_LINT_CACHE_DIR, else in the project's root."""
+    return Path(given or os.environ.get("AUTOGRAD_LINT_CACHE_DIR") or root / CACHE_DIR)
+
+
 def make_cache_directory(directory: Path) -> None:
     """Create a cache directory that git ignores (raises OSError)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -96,25 +107,51 @@ def _finding(item: Any) -> Finding:
 class Cache:
     """Reads and writes one project's cache directory."""
 
+    # Whether runs keep and reuse the per-file findings (the third layer).
+    keeps_results = True
+
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._code = _code_fingerprint()
+        self._texts: Mapping[str, bytes] = {}  # an editor's text of some files
         self._stored_scans: dict[str, Any] | None = None  # read on first use
         self._scans_changed = False
         self._previous: dict[str, Any] = {}  # entries replaced in this run
-        self._stats: dict[str, list[int] | None] = {}  # stat keys taken in this run
+        self._stats: dict[str, list[Any] | None] = {}  # stat keys taken in this run
         self._digests: dict[str, str | None] = {}  # content hashes known in this run
         # Content hashes stored by an earlier run, with the stat of the file
         # then, and those to store: a file whose stat is unchanged is not read.
         self._stored_digests: dict[str, Any] = {}
         self._digests_to_store: dict[str, list[Any]] = {}
         self.digests_changed = False
+        # Whether a file parses whole, by path, with the stat it had then
+        # (kept for the life of this object: one run, or a language server's).
+        self._parses: dict[str, tuple[list[Any] | None, bool]] = {}
 
-    def stat(self, path: str) -> list[int] | None:
+    def begin_run(self, texts: Mapping[str, bytes]) -> None:
+        """A run starts: files may have changed since the last one, and
+        `texts` stand for some files (an editor's buffers): their stat is
+        their text's hash, never a stat of the file on disk."""
+        self._texts = texts
+        self._stats.clear()
+        self._digests.clear()
+        self._previous.clear()
+
+    def stat(self, path: str) -> list[Any] | None:
         """The file's (size, mtime, inode), taken once per run."""
         if path not in self._stats:
-            self._stats[path] = _stat_key(path)
+            text = self._texts.get(path)
+            self._stats[path] = _stat_key(path) if text is None else \
+                ["text", hashlib.blake2b(text).hexdigest()]
         return self._stats[path]
+
+    def parses(self, path: str) -> bool | None:
+        """Whether the file, as it is now, parses whole (None: not known)."""
+        known = self._parses.get(path)
+        return known[1] if known is not None and known[0] == self.stat(path) else None
+
+    def store_parses(self, path: str, parses: bool) -> None:
+        self._parses[path] = (self.stat(path), parses)
 
     # -- scans -----------------------------------------------------------------
 
@@ -177,7 +214,7 @@ class Cache:
         and the linter (the files' stats are stored beside it)."""
         digest = hashlib.blake2b(f"{_FORMAT}:{self._code}".encode(), digest_size=20)
         digest.update(json.dumps(settings, sort_keys=True).encode())
-        digest.update("\0".join(paths).encode())
+        digest.update("\0".join(sorted(paths)).encode())  # the set: any order
         return digest.hexdigest()
 
     def relevance(self, key: str) -> tuple[dict[str, Any] | None, dict[str, Any], list[str]]:
@@ -203,6 +240,9 @@ class Cache:
         if path in self._digests:
             return self._digests[path]
         stat = self.stat(path)
+        if path in self._texts:  # an editor's text: its hash is its stat
+            self._digests[path] = stat[1]  # type: ignore[index]
+            return stat[1]  # type: ignore[index]
         stored = self._stored_digests.get(path)
         value: str | None = None  # no stat: no file to read (or a name such as GRADCHECK_READS)
         if stat is not None and isinstance(stored, list) and len(stored) == 2 and \
@@ -273,3 +313,75 @@ class Cache:
                              json.dumps(data, separators=(",", ":")).encode("utf-8"))
         except OSError:
             pass  # a read-only checkout: run without the cache
+
+
+class EditorCache(Cache):
+    """The language server's cache of one project: the byte scans that runs
+    of the command line stored (read once, where the files are unchanged),
+    then scans and relevance kept up to date in memory across lints, never
+    written back (they may describe an editor's unsaved text). The per-file
+    findings are not kept: the server analyses only the buffer, which is
+    what changes between its lints."""
+
+    keeps_results = False
+
+    def __init__(self, directory: Path, root: Path) -> None:
+        super().__init__(directory)
+        self._root = root  # where runs of the command line start
+        self._memory: dict[str, dict[str, Any]] = {}
+        self._words: dict[str, tuple[list[Any] | None, frozenset[bytes]]] = {}
+        self._scan_objects: dict[str, tuple[list[Any] | None, FileScan]] = {}
+
+    def scan(self, path: str) -> FileScan | None:
+        # Kept as objects: a judgement again takes every file's scan.
+        stat = self.stat(path)
+        known = self._scan_objects.get(path)
+        if known is not None and known[0] == stat:
+            return known[1]
+        scan = super().scan(path)
+        if scan is not None:
+            self._scan_objects[path] = (stat, scan)
+        return scan
+
+    def store_scan(self, scan: FileScan) -> None:
+        super().store_scan(scan)
+        if scan.error is None:
+            self._scan_objects[scan.path] = (self.stat(scan.path), scan)
+
+    def attribute_words(self, path: str) -> frozenset[bytes] | None:
+        """The words the file names after a dot, kept while its stat is
+        unchanged (judging the relevance again then reads only the files
+        naming a wanted word); None if it cannot be read."""
+        from .relevance import attribute_words
+        from .scan import read_file
+
+        stat = self.stat(path)
+        known = self._words.get(path)
+        if known is not None and known[0] == stat:
+            return known[1]
+        data = self._texts.get(path)
+        data = data if data is not None else read_file(path)
+        if data is None:
+            return None
+        self._words[path] = (stat, attribute_words(data))
+        return self._words[path][1]
+
+    def _load(self, name: str) -> dict[str, Any]:
+        if name not in self._memory:
+            self._memory[name] = self._stored_scans_by_path() if name == "scans.json" else {}
+        return self._memory[name]
+
+    def _write(self, name: str, data: dict[str, Any]) -> None:
+        self._memory[name] = data
+
+    def _stored_scans_by_path(self) -> dict[str, Any]:
+        """scans.json with its paths absolute: a run from the project's root
+        stored them relative to it. (A path resolved wrongly finds another
+        file, or none, whose stat differs: its scan is never used.)"""
+        data = super()._load("scans.json")
+        files = data.get("files")
+        if not isinstance(files, dict):
+            return {}
+        data["files"] = {os.path.join(self._root, path): entry for path, entry in files.items()
+                         if isinstance(path, str)}
+        return data

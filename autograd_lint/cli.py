@@ -211,8 +211,10 @@ class _Plan:
         self.exclude = _flatten(args.exclude) if args.exclude is not None else None
         self.extend_exclude = _flatten(args.extend_exclude)
         self._codes: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
-        # The directory holding stdin's text, for `-`.
+        # The directory holding stdin's text, for `-`, and the file holding
+        # it by the name shown (what the output reads).
         self.temporary: tempfile.TemporaryDirectory[str] | None = None
+        self.shown_text: dict[str, str] = {}
 
     def config_for(self, path: str | Path, is_dir: bool | None = None) -> FileConfig:
         if self.fixed is not None:
@@ -279,9 +281,11 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
 
 
 def _stdin_inputs(args: argparse.Namespace, plan: _Plan) -> list:
-    """`-`: the source comes from stdin, as ruff reads it. It is kept in a
-    temporary file (removed with the plan) shown as --stdin-filename or `-`;
-    configuration and project context come from --stdin-filename's place."""
+    """`-`: the source comes from stdin, as ruff reads it, shown as
+    --stdin-filename or `-`. It is checked under --stdin-filename's name (its
+    module name, relative imports, configuration and project context are that
+    file's), and kept in a temporary file (removed with the plan) that the
+    output reads and the dynamic mode imports."""
     import tempfile
 
     from .engine import SourceInput
@@ -294,10 +298,15 @@ def _stdin_inputs(args: argparse.Namespace, plan: _Plan) -> list:
     plan.temporary = tempfile.TemporaryDirectory(prefix="autograd-lint-stdin-")
     name = os.path.basename(args.stdin_filename or "") or "stdin.py"
     path = os.path.join(plan.temporary.name, name)
+    text = sys.stdin.buffer.read()
     with open(path, "wb") as handle:
-        handle.write(sys.stdin.buffer.read())
+        handle.write(text)
     where = args.stdin_filename or os.path.join(os.getcwd(), "stdin.py")
-    inputs = [SourceInput(path, shown, plan.codes_for(where), explicit=True)]
+    plan.shown_text = {shown: path}
+    if args.stdin_filename and not args.dynamic:
+        inputs = [SourceInput(where, shown, plan.codes_for(where), explicit=True, text=text)]
+    else:  # the dynamic mode imports what it checks: the text, from its file
+        inputs = [SourceInput(path, shown, plan.codes_for(where), explicit=True)]
     if args.stdin_filename and not args.no_project_context:
         from .context import context_inputs
 
@@ -342,7 +351,7 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
         gc.disable()  # the process ends right after: no collection is worth it
     result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=not args.no_prefilter,
                          jobs=args.jobs, cache=cache, keep=keep, functions=args.dynamic)
-    paths = {i.display: i.path for i in inputs}
+    paths = {i.display: i.path for i in inputs} | plan.shown_text
     if args.diff:
         return _show_diff(args, result, paths, out, err)
     fixed = 0
@@ -420,10 +429,9 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
 def _cache_directory(args: argparse.Namespace, plan: _Plan) -> Path:
     """--cache-dir, else AUTOGRAD_LINT_CACHE_DIR, else the project's root
     (where its configuration lives, else the directory run in)."""
-    from .cache import CACHE_DIR
+    from .cache import cache_directory
 
-    return Path(args.cache_dir or os.environ.get("AUTOGRAD_LINT_CACHE_DIR") or
-                plan.config_for(Path((args.paths or ["."])[0])).root / CACHE_DIR)
+    return cache_directory(plan.config_for(Path((args.paths or ["."])[0])).root, args.cache_dir)
 
 
 def _run_dynamic(args: argparse.Namespace, result: LintResult, plan: _Plan,

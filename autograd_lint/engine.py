@@ -18,7 +18,7 @@ import os
 import sys
 import tokenize
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -47,11 +47,16 @@ class SourceInput:
     codes: frozenset[str]
     explicit: bool = False  # named on the command line: always parsed whole
     context: bool = False  # read only for what other files import, never reported
+    # An editor's (or stdin's) text for this path, checked instead of the
+    # file on disk (which may be older, or absent).
+    text: bytes | None = None
 
     def __post_init__(self) -> None:
         self.path = os.fspath(self.path)
 
     def read(self) -> bytes:
+        if self.text is not None:
+            return self.text
         with open(self.path, "rb") as handle:
             return handle.read()
 
@@ -273,6 +278,14 @@ def lint_inputs(inputs: Iterable[SourceInput], *, scan_tree: bool = False,
 _UPDATE_MAX_FILES = 50
 
 
+def _kept_words(cache: Cache) -> Callable[[str], frozenset[bytes] | None] | None:
+    """A language server's memory of the words each file names after a dot
+    (a judgement again reads only the files that name a wanted one)."""
+    from .cache import EditorCache
+
+    return cache.attribute_words if isinstance(cache, EditorCache) else None
+
+
 def _same_scan(before: FileScan | None, after: FileScan) -> bool:
     """Whether a changed file's scan says what it said before (then only the
     parts of its relevance that depend on its text can have changed)."""
@@ -320,14 +333,16 @@ class ScanTable(Mapping[str, "FileScan"]):
     where the file is unchanged; any other is read from the cache when first
     asked for. A warm run with nothing changed asks for none."""
 
-    def __init__(self, paths: list[str], cache: Cache | None, jobs: int | None) -> None:
+    def __init__(self, paths: list[str], cache: Cache | None, jobs: int | None,
+                 texts: Mapping[str, bytes]) -> None:
         self._paths = paths
         self._cache = cache
         self._jobs = jobs
+        self._texts = texts  # an editor's text of some files
         self._taken: dict[str, FileScan] = {}
 
     def take(self, paths: Iterable[str]) -> None:
-        from .scan import scan_all
+        from .scan import scan_all, scan_bytes
 
         missing = []
         for path in paths:
@@ -338,7 +353,10 @@ class ScanTable(Mapping[str, "FileScan"]):
                 self._taken[path] = cached
             else:
                 missing.append(path)
-        for scan in scan_all(missing, self._jobs):
+        on_disk = [path for path in missing if path not in self._texts]
+        scans = [scan_bytes(path, self._texts[path]) for path in missing
+                 if path in self._texts] + scan_all(on_disk, self._jobs)
+        for scan in scans:
             self._taken[scan.path] = scan
             if self._cache is not None:
                 self._cache.store_scan(scan)
@@ -382,6 +400,9 @@ class _Run:
         self.cache = cache
         self.result = LintResult(files_checked=sum(not i.context for i in inputs))
         self._by_path = {i.path: i for i in inputs}
+        self.texts = {i.path: i.text for i in inputs if i.text is not None}
+        if cache is not None:
+            cache.begin_run(self.texts)
         self._by_last_part: dict[str, list[SourceInput]] | None = None
         self._in_project: set[str] = set()  # paths parsed by the current pass
         self._whole: dict[str, ModuleInfo | None] = {}  # whole-file parses, by path
@@ -408,7 +429,7 @@ class _Run:
     def lint(self) -> LintResult:
         references = any(c in i.codes for i in self.inputs for c in ("AGF105", "AGF301"))
         gradcheck = self.scan_tree and any("AGF301" in i.codes for i in self.inputs)
-        scans = ScanTable(list(self._by_path), self.cache, self.jobs)
+        scans = ScanTable(list(self._by_path), self.cache, self.jobs, self.texts)
         self.relevance = self._judge(scans, references, gradcheck)
         # The files a run analyses (all of them without the prefilter).
         unreadable = scans.unreadable()
@@ -420,8 +441,10 @@ class _Run:
         # never analysed: parsed when a name leads there.
         reported = {p for p in relevant if not self._by_path[p].context}
         everything = None if len(reported) == len(relevant) else reported
-        if self.cache is None:
+        if self.cache is None or not self.cache.keeps_results:
             self._analyse_files(scans, relevant, everything)
+            if self.cache is not None:
+                self.cache.flush()
             return self.result
         key = self.cache.run_key(self._run_settings())
         records, facts = self.cache.file_results(key)
@@ -690,7 +713,7 @@ class _Run:
         if self.cache is None:
             scans.take(paths)
             return judge(list(scans.values()), references=references, gradcheck=gradcheck,
-                         module_names=self.module_names, jobs=self.jobs)
+                         module_names=self.module_names, jobs=self.jobs, texts=self.texts)
         cache = self.cache
         key = cache.relevance_key(paths, [references, gradcheck])
         stored, stats, unread = cache.relevance(key)
@@ -707,11 +730,13 @@ class _Run:
                 return relevance
             same = len(changed) <= _UPDATE_MAX_FILES and all(
                 _same_scan(cache.previous_scan(p, stats.get(p)), scans[p]) for p in changed)
-            relevance = relevance.updated([scans[p] for p in changed]) if same else None
+            relevance = relevance.updated([scans[p] for p in changed], self.texts) \
+                if same else None
         if relevance is None:
             scans.take(paths)
             relevance = judge(list(scans.values()), references=references, gradcheck=gradcheck,
-                              module_names=self.module_names, jobs=self.jobs)
+                              module_names=self.module_names, jobs=self.jobs, texts=self.texts,
+                              words=_kept_words(cache))
         cache.store_relevance(key, relevance.to_json(), paths, sorted(scans.unreadable()))
         return relevance
 
@@ -735,7 +760,7 @@ class _Run:
         # background, while the sparse results are analysed. (Unchanged
         # context files were checked by the run that stored their results.)
         check = SyntaxCheck([s for s, _, _ in relevant if self._sparse_candidate(s) and (
-            self._checking is None or s.path in self._checking)], self.jobs)
+            self._checking is None or s.path in self._checking)], self.jobs, self.cache)
         self._errors_before = len(self.result.errors)
         checked = {s.path for s in check.sources}
         self._analyse(relevant)
@@ -745,7 +770,7 @@ class _Run:
         # files too large to parse whole).
         late = [self._by_path[p] for p, sparse in self._sparse_parsed.items()
                 if sparse and p not in checked and self._sparse_candidate(self._by_path[p])]
-        broken += SyntaxCheck(late, 1).broken()
+        broken += SyntaxCheck(late, 1, self.cache).broken()
         self._broken = {s.path for s in broken}
         if any(self._sparse_parsed.get(s.path) for s in broken):
             # Rare: analyse again as the whole parses see it (those files fail).
@@ -783,8 +808,9 @@ class _Run:
                 self._check(entry)
 
     def _sparse_candidate(self, source: SourceInput) -> bool:
-        """Whether `_parse` will try a sparse parse of this file."""
-        if not self.prefilter or source.explicit:
+        """Whether `_parse` will try a sparse parse of this file (never of an
+        editor's text: the whole-file check reads the disk)."""
+        if not self.prefilter or source.explicit or source.text is not None:
             return False
         try:
             size = os.stat(source.path).st_size
@@ -797,8 +823,8 @@ class _Run:
         try:
             data = source.read()
             huge = len(data) >= HUGE_BYTES
-            if huge or (self.prefilter and not source.explicit and len(data) >= SPARSE_MIN_BYTES
-                        and source.path not in self._whole_only):
+            if huge or (self.prefilter and not source.explicit and source.text is None
+                        and len(data) >= SPARSE_MIN_BYTES and source.path not in self._whole_only):
                 entry.text, entry.module = self._sparse(source, scan, data, huge)
                 if entry.module is not None or huge:
                     self._sparse_parsed[source.path] = entry.module is not None
@@ -926,11 +952,20 @@ class _Run:
 class SyntaxCheck:
     """Whole-file parses of the files that will be parsed sparsely, only to
     learn which of them do not parse. They run in a worker process beside the
-    analysis when there is a spare core, else when asked for."""
+    analysis when there is a spare core, else when asked for. Answers the
+    cache knows for a file's current stat are taken from it (a language
+    server checks its project's files once, not on every lint)."""
 
-    def __init__(self, sources: list[SourceInput], jobs: int | None) -> None:
-        # A file Python itself compiled, unchanged since, parses: skip it.
+    def __init__(self, sources: list[SourceInput], jobs: int | None,
+                 cache: Cache | None = None) -> None:
         self.sources = sources
+        self._cache = cache
+        self._known: list[SourceInput] = []  # known not to parse
+        if cache is not None:
+            known = {s.path: cache.parses(s.path) for s in sources}
+            self._known = [s for s in sources if known[s.path] is False]
+            sources = [s for s in sources if known[s.path] is None]
+        # A file Python itself compiled, unchanged since, parses: skip it.
         sources = [s for s in sources if not _compiled_by_this_python(s.path)]
         self._sources = sources
         self._futures: list = []
@@ -954,7 +989,7 @@ class SyntaxCheck:
     def broken(self) -> list[SourceInput]:
         """The sources whose whole text does not parse."""
         if not self._sources:
-            return []
+            return self._known
         if self._futures:
             try:
                 paths = set().union(*(future.result() for future in self._futures))
@@ -962,7 +997,10 @@ class SyntaxCheck:
                 self._pool.shutdown()  # type: ignore[union-attr]
         else:
             paths = _broken_files([s.path for s in self._sources])
-        return [s for s in self._sources if s.path in paths]
+        if self._cache is not None:
+            for source in self._sources:
+                self._cache.store_parses(source.path, source.path not in paths)
+        return self._known + [s for s in self._sources if s.path in paths]
 
 
 # Fewer files than this are checked in-process: a worker costs more to start.

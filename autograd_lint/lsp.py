@@ -51,11 +51,11 @@ class AutogradLintServer(LanguageServer):
         from .config import ConfigFinder
 
         self.configs = ConfigFinder(Path.cwd())
-        from .context import BufferContext
+        from .context import BufferLinter
 
-        # The rest of each buffer's project (Functions, bases), as the command
-        # line reads it for named files; kept parsed while unchanged on disk.
-        self.context = BufferContext()
+        # Lints a buffer as the command line lints a named file, keeping each
+        # project's file list and scans between lints.
+        self.linter = BufferLinter()
 
 
 def position_encoding(server: AutogradLintServer) -> str:
@@ -84,12 +84,20 @@ def codes_for(server: AutogradLintServer, path: str) -> frozenset[str]:
 
 
 def lint_document(server: AutogradLintServer, uri: str) -> list[Finding]:
-    from .engine import lint_source
-
+    """The buffer's findings, as `autograd-lint check FILE` reports them for
+    this text (the other files of its project as they are on disk)."""
     document = server.workspace.get_text_document(uri)
     path = to_fs_path(uri) or uri
-    context = server.context.modules_for(path) if path.endswith(".py") else []
-    return lint_source(document.source, path, codes_for(server, path), context=context)
+    config = server.configs.for_path(path, is_dir=False)
+
+    def excluded(candidate: str, is_dir: bool) -> bool:
+        return server.configs.for_path(candidate, is_dir=is_dir).is_excluded(candidate)
+
+    result = server.linter.lint(path, document.source.encode("utf-8"), codes_for(server, path),
+                                excluded, config.root)
+    for where, message in result.errors:  # internal errors: the log, as the CLI's stderr
+        log.error("autograd-lint: %s: %s", where, message)
+    return [finding for finding in result.findings if finding.path == path]
 
 
 def to_diagnostic(finding: Finding, lines: LineIndex, encoding: str) -> types.Diagnostic:
@@ -128,6 +136,7 @@ def publish(server: AutogradLintServer, uri: str) -> None:
     if server.configs.stale():  # a pyproject.toml was edited, added or removed
         server.configs = ConfigFinder(Path.cwd())
         server.reported_errors.clear()
+        server.linter.forget()  # its exclusions may list other files
         for other in list(server.linted):
             if other != uri:
                 schedule(server, other, 0)
@@ -266,7 +275,7 @@ def build_server() -> AutogradLintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AutogradLintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.context.forget()  # the disk changed: the project is read again
+        ls.linter.forget()  # the disk changed: the project is walked again
         schedule(ls, params.text_document.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

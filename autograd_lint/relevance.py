@@ -14,14 +14,26 @@ findings never depend on it; a test compares runs with and without it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .scan import FileScan
 
 if TYPE_CHECKING:
     from .model import ModuleNamer
+
+_NO_TEXTS: Mapping[str, bytes] = MappingProxyType({})  # no editor texts: the disk
+
+
+def _read(path: str, texts: Mapping[str, bytes]) -> bytes | None:
+    """A file's bytes: the editor's text where one is given, else the disk's."""
+    from .scan import read_file
+
+    text = texts.get(path)
+    return text if text is not None else read_file(path)
+
 
 _FUNCTION_CLASSES = frozenset({"Function", "InplaceFunction"})
 # First components of dotted bases that lead to torch's Function class.
@@ -68,21 +80,23 @@ class Relevance:
     def matters(self, path: str) -> bool:
         return path in self.defining or path in self.referencing or path in self.gradchecking
 
-    def updated(self, scans: list[FileScan]) -> Relevance | None:
+    def updated(self, scans: list[FileScan],
+                texts: Mapping[str, bytes] = _NO_TEXTS) -> Relevance | None:
         """The relevance after these files changed while their scans stayed
         the same (the caller compares them): their attribute references are
         searched again; None when an alias they bind appeared or went, which
-        may change which names are Functions (judge the tree again)."""
+        may change which names are Functions (judge the tree again). `texts`:
+        an editor's text of some files, read instead of the disk's."""
         reach = dict(self.reach)
         dotted = dict(self.dotted)
         for scan in scans:
             path = scan.path
-            found = _dotted_chunk([path], self.candidates, self.leaves).get(path, frozenset()) \
-                if path in self.binding else frozenset()
+            found = _dotted_chunk([path], self.candidates, self.leaves, texts).get(
+                path, frozenset()) if path in self.binding else frozenset()
             kept = reach.get(path, frozenset()) - dotted.get(path, frozenset())
             # A name reached by import or header stays reached (the scan is the same).
             now = kept | found
-            bound = frozenset(aliases_in({path: set(now)}).get(path, ()))
+            bound = frozenset(aliases_in({path: set(now)}, texts).get(path, ()))
             if bound != self.aliases.get(path, frozenset()):
                 return None
             for table, value in ((reach, now), (dotted, found)):
@@ -126,10 +140,18 @@ class Relevance:
                    strings(data["binding"]), strings(data["leaves"]))
 
 
+# A file's words after a dot (`.Name`), None if it cannot be read: where one
+# is given, files naming none of the wanted names are not read at all.
+AttributeWords = Callable[[str], "frozenset[bytes] | None"]
+
+
 def judge(scans: list[FileScan], *, references: bool, gradcheck: bool,
-          module_names: ModuleNamer | None = None,
-          jobs: int | None = None) -> Relevance:
-    """Relevance of every scanned file (see the module docstring).
+          module_names: ModuleNamer | None = None, jobs: int | None = None,
+          texts: Mapping[str, bytes] = _NO_TEXTS,
+          words: AttributeWords | None = None) -> Relevance:
+    """Relevance of every scanned file (see the module docstring); `texts`:
+    an editor's text of some files, read instead of the disk's; `words`:
+    the words each file names after a dot, as a language server keeps them.
 
     Names that may denote a Function grow to a fixpoint: classes whose base is
     one, then aliases (`Legacy = ops.Scale`) found in the files that reach
@@ -157,13 +179,13 @@ def judge(scans: list[FileScan], *, references: bool, gradcheck: bool,
             if got:
                 gained[scan.path] = got
         for path, got in dotted_references(binding, frozenset(new), targets.leaves,
-                                           jobs).items():
+                                           jobs, texts, words).items():
             gained.setdefault(path, set()).update(got)
             dotted.setdefault(path, set()).update(got)
         for path, got in gained.items():
             reach.setdefault(path, set()).update(got)
         aliases: set[str] = set()
-        for path, found in aliases_in(gained).items():
+        for path, found in aliases_in(gained, texts).items():
             bound.setdefault(path, set()).update(found)
             aliases |= found
         aliases -= names
@@ -281,15 +303,14 @@ class _ImportTargets:
         return name if is_package else name.rpartition(".")[0]
 
 
-def aliases_in(gained: dict[str, set[str]]) -> dict[str, set[str]]:
+def aliases_in(gained: dict[str, set[str]],
+               texts: Mapping[str, bytes] = _NO_TEXTS) -> dict[str, set[str]]:
     """Per file, the names bound to one of the names it gained (`Legacy =
     ops.Scale`, `A = B = Scale`, annotated or not): they may denote a
     Function too."""
-    from .scan import read_file
-
     by_path: dict[str, set[str]] = {}
     for path, names in gained.items():
-        data = read_file(path)
+        data = _read(path, texts)
         if data is None:
             continue
         found = by_path.setdefault(path, set())
@@ -321,8 +342,14 @@ _IDENTIFIER_END = re.compile(rb"[A-Za-z_0-9]")
 _PARALLEL_MIN_FILES = 400
 
 
+def attribute_words(data: bytes) -> frozenset[bytes]:
+    """The words a file names after a dot (`.Name`, `. Name`)."""
+    return frozenset(_DOTTED.findall(data))
+
+
 def dotted_references(paths: list[str], names: frozenset[str], leaves: frozenset[str],
-                      jobs: int | None = None) -> dict[str, frozenset[str]]:
+                      jobs: int | None = None, texts: Mapping[str, bytes] = _NO_TEXTS,
+                      words: AttributeWords | None = None) -> dict[str, frozenset[str]]:
     """For each file, the names it reaches as attributes of a module of the
     project: `ops.Name` where `ops` is a module's last part (`pkg.sub.ops`),
     a name bound with `as`, or a name assigned from a module (`m = pkg.ops`).
@@ -330,8 +357,8 @@ def dotted_references(paths: list[str], names: frozenset[str], leaves: frozenset
     import os
 
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
-    if jobs <= 1 or len(paths) < _PARALLEL_MIN_FILES:
-        return _dotted_chunk(paths, names, leaves)
+    if words is not None or jobs <= 1 or len(paths) < _PARALLEL_MIN_FILES:
+        return _dotted_chunk(paths, names, leaves, texts, words)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -340,20 +367,21 @@ def dotted_references(paths: list[str], names: frozenset[str], leaves: frozenset
     found: dict[str, frozenset[str]] = {}
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         for part in pool.map(_dotted_chunk, slices, [names] * len(slices),
-                             [leaves] * len(slices)):
+                             [leaves] * len(slices), [texts] * len(slices)):
             found.update(part)
     return found
 
 
-def _dotted_chunk(paths: list[str], names: frozenset[str],
-                  leaves: frozenset[str]) -> dict[str, frozenset[str]]:
-    from .scan import read_file
-
+def _dotted_chunk(paths: list[str], names: frozenset[str], leaves: frozenset[str],
+                  texts: Mapping[str, bytes] = _NO_TEXTS,
+                  words: AttributeWords | None = None) -> dict[str, frozenset[str]]:
     found: dict[str, frozenset[str]] = {}
     wanted = {name.encode() for name in names}
     module_parts = {leaf.encode() for leaf in leaves}
     for path in paths:
-        data = read_file(path)
+        if words is not None and not wanted.intersection(words(path) or ()):
+            continue
+        data = _read(path, texts)
         if data is None:
             continue
         hits = wanted.intersection(_DOTTED.findall(data))

@@ -337,3 +337,26 @@ def torch_source_tree() -> Path | None:
 def finding_rows(findings: Iterable[Finding]) -> list[tuple]:
     """What two runs must agree on, finding by finding."""
     return [(f.path, f.line, f.column, f.code, f.message) for f in findings]
+
+
+# A module of two Functions (with an AGF001 in Cube) that other files import.
+CUBE_AND_BASE = textwrap.dedent('''\
+    import torch
+
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.x = x.clone()
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 3 * ctx.x ** 2 * grad
+
+
+    class Base(torch.autograd.Function):
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+    ''')

@@ -301,6 +301,21 @@ def test_a_symlink_loop_reports_each_file_once(tree: Path, capsys) -> None:
     assert paths == ["pkg/leaky.py"]
 
 
+def test_stdin_is_checked_as_the_module_its_filename_names(tree: Path, capsys,
+                                                         monkeypatch) -> None:
+    """An editor pipes a buffer of `pkg/use.py`: `from .leaky import Leaky` is
+    pkg's module, and the text piped in, not the file on disk, is checked."""
+    (tree / "pkg" / "__init__.py").write_text("")
+    (tree / "pkg" / "use.py").write_text("from .leaky import Leaky\n")
+    typed = "from .leaky import Leaky\n\n\ndef run(x):\n    return Leaky()(x)\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(typed.encode())))
+    code, out, err = run(capsys, "check", "--no-cache", "--format", "json", "-",
+                         "--stdin-filename", "pkg/use.py")
+    assert (code, err) == (1, "")
+    assert [(f["path"], f["line"], f["code"]) for f in json.loads(out)] == \
+        [("pkg/use.py", 5, "AGF105")]
+
+
 def test_a_fifo_named_on_the_command_line_is_an_error_not_a_hang(tree: Path, capsys) -> None:
     os.mkfifo(tree / "pipe.py")
     code, out, err = run(capsys, "check", "--isolated", "--no-cache", "pipe.py")

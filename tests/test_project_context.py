@@ -11,26 +11,8 @@ import pytest
 
 from autograd_lint.cli import main
 
-FUNCTIONS = textwrap.dedent('''\
-    import torch
+from .helpers import CUBE_AND_BASE as FUNCTIONS
 
-
-    class Cube(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.x = x.clone()  # AGF001 here: never reported when only use.py is named
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, grad):
-            return 3 * ctx.x ** 2 * grad
-
-
-    class Base(torch.autograd.Function):
-        @staticmethod
-        def backward(ctx, grad):
-            return grad
-    ''')
 USE = textwrap.dedent('''\
     import torch
 
@@ -125,44 +107,3 @@ def test_the_summary_counts_the_named_files_only(project: Path, capsys) -> None:
     (project / "clean.py").write_text("x = 1\n")
     main(["check", "--isolated", "--no-cache", "clean.py"])
     assert "(1 file checked)" in capsys.readouterr().out
-
-
-def test_buffer_context_walks_a_project_once_per_refresh(tmp_path: Path, monkeypatch) -> None:
-    """The language server lints on every pause in typing: the project's files
-    are listed and stamped at most once per refresh interval, and again at
-    once after a save (`forget`)."""
-    import autograd_lint.files as files
-    from autograd_lint.context import BufferContext
-
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (tmp_path / "fns.py").write_text(textwrap.dedent('''\
-        import torch
-
-
-        class Cube(torch.autograd.Function):
-            pass
-        '''))
-    walks = []
-    real = files.iter_python_files
-
-    def counting(root, excluded):
-        walks.append(root)
-        return real(root, excluded)
-
-    monkeypatch.setattr(files, "iter_python_files", counting)
-    now = [100.0]
-    context = BufferContext(refresh_seconds=2.0, clock=lambda: now[0])
-    buffer = str(tmp_path / "use.py")
-    assert [m.path for m in context.modules_for(buffer)] == [str(tmp_path / "fns.py")]
-    now[0] += 1.0
-    context.modules_for(buffer)
-    assert len(walks) == 1  # within the interval: the listing is reused
-    # The buffer itself is never context, even from a cached listing.
-    assert context.modules_for(str(tmp_path / "fns.py")) == []
-    (tmp_path / "more.py").write_text("import torch\n\n\nclass Sq(torch.autograd.Function):\n"
-                                      "    pass\n")
-    context.forget()
-    assert len(context.modules_for(buffer)) == 2 and len(walks) == 2
-    now[0] += 5.0
-    context.modules_for(buffer)
-    assert len(walks) == 3
