@@ -352,15 +352,13 @@ class EditorCache(Cache):
         """The words the file names after a dot, kept while its stat is
         unchanged (judging the relevance again then reads only the files
         naming a wanted word); None if it cannot be read."""
-        from .relevance import attribute_words
-        from .scan import read_file
+        from .relevance import attribute_words, read_source
 
         stat = self.stat(path)
         known = self._words.get(path)
         if known is not None and known[0] == stat:
             return known[1]
-        data = self._texts.get(path)
-        data = data if data is not None else read_file(path)
+        data = read_source(path, self._texts)
         if data is None:
             return None
         self._words[path] = (stat, attribute_words(data))

@@ -443,8 +443,6 @@ class _Run:
         everything = None if len(reported) == len(relevant) else reported
         if self.cache is None or not self.cache.keeps_results:
             self._analyse_files(scans, relevant, everything)
-            if self.cache is not None:
-                self.cache.flush()
             return self.result
         key = self.cache.run_key(self._run_settings())
         records, facts = self.cache.file_results(key)
@@ -808,9 +806,8 @@ class _Run:
                 self._check(entry)
 
     def _sparse_candidate(self, source: SourceInput) -> bool:
-        """Whether `_parse` will try a sparse parse of this file (never of an
-        editor's text: the whole-file check reads the disk)."""
-        if not self.prefilter or source.explicit or source.text is not None:
+        """Whether `_parse` will try a sparse parse of this file."""
+        if not self._may_parse_sparsely(source):
             return False
         try:
             size = os.stat(source.path).st_size
@@ -818,13 +815,19 @@ class _Run:
             return False
         return SPARSE_MIN_BYTES <= size < HUGE_BYTES
 
+    def _may_parse_sparsely(self, source: SourceInput) -> bool:
+        """Whether a file large enough may be parsed sparsely: never one named
+        (always parsed whole) nor an editor's text (the whole-file syntax
+        check reads the disk)."""
+        return self.prefilter and not source.explicit and source.text is None
+
     def _parse(self, source: SourceInput, scan: object, matters: bool) -> ParsedFile | None:
         entry = ParsedFile(source)
         try:
             data = source.read()
             huge = len(data) >= HUGE_BYTES
-            if huge or (self.prefilter and not source.explicit and source.text is None
-                        and len(data) >= SPARSE_MIN_BYTES and source.path not in self._whole_only):
+            if huge or (self._may_parse_sparsely(source) and len(data) >= SPARSE_MIN_BYTES
+                        and source.path not in self._whole_only):
                 entry.text, entry.module = self._sparse(source, scan, data, huge)
                 if entry.module is not None or huge:
                     self._sparse_parsed[source.path] = entry.module is not None

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .scan import FileScan
@@ -24,14 +23,12 @@ from .scan import FileScan
 if TYPE_CHECKING:
     from .model import ModuleNamer
 
-_NO_TEXTS: Mapping[str, bytes] = MappingProxyType({})  # no editor texts: the disk
-
-
-def _read(path: str, texts: Mapping[str, bytes]) -> bytes | None:
-    """A file's bytes: the editor's text where one is given, else the disk's."""
+def read_source(path: str, texts: Mapping[str, bytes] | None) -> bytes | None:
+    """A file's bytes: an editor's text where `texts` holds one, else the
+    disk's (None if it cannot be read)."""
     from .scan import read_file
 
-    text = texts.get(path)
+    text = texts.get(path) if texts else None
     return text if text is not None else read_file(path)
 
 
@@ -81,7 +78,7 @@ class Relevance:
         return path in self.defining or path in self.referencing or path in self.gradchecking
 
     def updated(self, scans: list[FileScan],
-                texts: Mapping[str, bytes] = _NO_TEXTS) -> Relevance | None:
+                texts: Mapping[str, bytes] | None = None) -> Relevance | None:
         """The relevance after these files changed while their scans stayed
         the same (the caller compares them): their attribute references are
         searched again; None when an alias they bind appeared or went, which
@@ -147,7 +144,7 @@ AttributeWords = Callable[[str], "frozenset[bytes] | None"]
 
 def judge(scans: list[FileScan], *, references: bool, gradcheck: bool,
           module_names: ModuleNamer | None = None, jobs: int | None = None,
-          texts: Mapping[str, bytes] = _NO_TEXTS,
+          texts: Mapping[str, bytes] | None = None,
           words: AttributeWords | None = None) -> Relevance:
     """Relevance of every scanned file (see the module docstring); `texts`:
     an editor's text of some files, read instead of the disk's; `words`:
@@ -304,13 +301,13 @@ class _ImportTargets:
 
 
 def aliases_in(gained: dict[str, set[str]],
-               texts: Mapping[str, bytes] = _NO_TEXTS) -> dict[str, set[str]]:
+               texts: Mapping[str, bytes] | None = None) -> dict[str, set[str]]:
     """Per file, the names bound to one of the names it gained (`Legacy =
     ops.Scale`, `A = B = Scale`, annotated or not): they may denote a
     Function too."""
     by_path: dict[str, set[str]] = {}
     for path, names in gained.items():
-        data = _read(path, texts)
+        data = read_source(path, texts)
         if data is None:
             continue
         found = by_path.setdefault(path, set())
@@ -348,7 +345,7 @@ def attribute_words(data: bytes) -> frozenset[bytes]:
 
 
 def dotted_references(paths: list[str], names: frozenset[str], leaves: frozenset[str],
-                      jobs: int | None = None, texts: Mapping[str, bytes] = _NO_TEXTS,
+                      jobs: int | None = None, texts: Mapping[str, bytes] | None = None,
                       words: AttributeWords | None = None) -> dict[str, frozenset[str]]:
     """For each file, the names it reaches as attributes of a module of the
     project: `ops.Name` where `ops` is a module's last part (`pkg.sub.ops`),
@@ -373,7 +370,7 @@ def dotted_references(paths: list[str], names: frozenset[str], leaves: frozenset
 
 
 def _dotted_chunk(paths: list[str], names: frozenset[str], leaves: frozenset[str],
-                  texts: Mapping[str, bytes] = _NO_TEXTS,
+                  texts: Mapping[str, bytes] | None = None,
                   words: AttributeWords | None = None) -> dict[str, frozenset[str]]:
     found: dict[str, frozenset[str]] = {}
     wanted = {name.encode() for name in names}
@@ -381,7 +378,7 @@ def _dotted_chunk(paths: list[str], names: frozenset[str], leaves: frozenset[str
     for path in paths:
         if words is not None and not wanted.intersection(words(path) or ()):
             continue
-        data = _read(path, texts)
+        data = read_source(path, texts)
         if data is None:
             continue
         hits = wanted.intersection(_DOTTED.findall(data))

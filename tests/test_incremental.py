@@ -11,6 +11,8 @@ import pytest
 from autograd_lint import engine
 from autograd_lint.cli import main
 
+from .helpers import leaky_function
+
 BASE = '''
 import torch
 
@@ -56,20 +58,7 @@ FILES = {
             def backward(ctx, grad):
                 return scale(grad, 2)
         ''',
-    "pkg/unrelated.py": '''
-        import torch
-
-
-        class Alone(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.x = x
-                return x * 3
-
-            @staticmethod
-            def backward(ctx, grad):
-                return grad * 3
-        ''',
+    "pkg/unrelated.py": "\nimport torch\n\n\n" + leaky_function("Alone"),
     "app.py": '''
         import pkg.base
 

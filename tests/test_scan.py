@@ -102,7 +102,7 @@ def test_function_subclasses_found_across_files_through_a_fixpoint() -> None:
     assert not relevance.matters("/p/d.py")
 
 
-def test_importers_of_a_function_or_its_module_are_referencing(tmp_path) -> None:
+def test_importers_of_a_function_or_its_module_are_referencing(tmp_path, monkeypatch) -> None:
     package = tmp_path / "pkg"
     package.mkdir()
     files = {
@@ -128,6 +128,11 @@ def test_importers_of_a_function_or_its_module_are_referencing(tmp_path) -> None
                            "by_submodule.py", "by_package.py", "reexport.py", "by_alias.py"}
     assert relevance.reach[str(tmp_path / "by_alias.py")] == {"Legacy"}
     assert relevance.reach[str(tmp_path / "by_package.py")] == {"Scale"}
+    # Worker processes search the files for attributes the same way.
+    import autograd_lint.relevance as relevance_module
+
+    monkeypatch.setattr(relevance_module, "_PARALLEL_MIN_FILES", 1)
+    assert judge(scans, references=True, gradcheck=False, jobs=2) == relevance
     assert "Legacy" in relevance.candidates  # an alias may be a base or be imported
     # Without reference rules selected, only definitions matter.
     assert judge(scans, references=False, gradcheck=False).referencing == frozenset()
