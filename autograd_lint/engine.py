@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .files import is_test_path
 from .findings import Finding, sort_findings
 from .model import ModuleInfo, ModuleNamer, build_module
 from .noqa import filter_findings
@@ -395,6 +396,9 @@ class _Run:
                  jobs: int | None, cache: Cache | None = None) -> None:
         self.inputs = inputs
         self.scan_tree = scan_tree
+        # AGF301 asks whether the tree's tests check a Function: a tree that
+        # ships no tests (a wheel, a package without its test suite) cannot say.
+        self.has_tests = scan_tree and any(is_test_path(i.path) for i in inputs)
         self.prefilter = prefilter
         self.jobs = jobs
         self.cache = cache
@@ -794,7 +798,8 @@ class _Run:
                 parsed.append(entry)
         self._in_project = {p.source.path for p in parsed if p.module is not None}
         self.project = Project([p.module for p in parsed if p.module is not None],
-                               scan_tree=self.scan_tree, loader=self,
+                               scan_tree=self.scan_tree, has_tests=self.has_tests,
+                               loader=self,
                                candidates=self.relevance.candidates,
                                lazy=self._checking is not None)
         seed = self._gradchecked_seed

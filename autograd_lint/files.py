@@ -80,3 +80,15 @@ def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+_TEST_FOLDERS = frozenset({"test", "tests"})
+
+
+def is_test_path(path: str) -> bool:
+    """A file of a test suite, by pytest's and unittest's naming conventions
+    (`test_*.py`, `*_test.py`, `conftest.py`, or under a `test(s)/` folder)."""
+    parts = os.path.normpath(path).split(os.sep)
+    name = parts[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" \
+        or any(part in _TEST_FOLDERS for part in parts[:-1])

@@ -255,12 +255,14 @@ class Project:
     """
 
     def __init__(self, modules: list[ModuleInfo], *, scan_tree: bool = False,
-                 loader: ModuleLoader | None = None,
+                 has_tests: bool = True, loader: ModuleLoader | None = None,
                  candidates: frozenset[str] | None = None, lazy: bool = False) -> None:
         self.modules = modules
         # A scan of a whole tree (directories given): project-level rules
         # such as AGF301 only make sense then.
         self.scan_tree = scan_tree
+        # The scanned tree holds tests (AGF301 can then say what they check).
+        self.has_tests = has_tests
         # Modules not parsed up front are loaded when a name that may be a
         # Function (one of `candidates`) resolves into them.
         self.loader = loader

@@ -225,10 +225,12 @@ _RULES = _RULES + (
     ),
     Rule(
         "AGF301", "no-gradcheck", WARNING,
-        "A Function that no gradcheck / gradgradcheck / opcheck in the scanned tree exercises.",
-        "no `gradcheck`, `gradgradcheck` or `opcheck` in the scanned tree exercises `{name}`; "
-        "add a test such as `torch.autograd.gradcheck({name}.apply, inputs)` with float64 "
-        "inputs",
+        "A Function whose gradients nothing in the scanned tree checks (gradcheck, opcheck, "
+        "or a reference test).",
+        "nothing in the scanned tree checks the gradients of `{name}` (no `gradcheck`, "
+        "`gradgradcheck` or `opcheck`, no test that differentiates it and compares with a "
+        "reference); add a test such as `torch.autograd.gradcheck({name}.apply, inputs)` with "
+        "float64 inputs",
         "usage",
     ),
     # --- more ctx and saved state ----------------------------------------------------
@@ -363,7 +365,7 @@ _RULES = _RULES + (
     Rule("AGD001", "gradcheck-failed", ERROR,
          "gradcheck disagrees with backward, at the precision the Function computes in.",
          "gradcheck fails in {precision}: {detail}", "dynamic"),
-    Rule("AGD002", "gradgradcheck-failed", ERROR,
+    Rule("AGD002", "gradgradcheck-failed", WARNING,
          "gradgradcheck disagrees for a backward not decorated @once_differentiable.",
          "second derivatives through backward are wrong (gradgradcheck in {precision}: "
          "{detail}): backward computes its result outside autograd (a kernel, `.detach()`, "
@@ -415,12 +417,12 @@ _RULES = _RULES + (
          "backward gives different gradients for a non-contiguous incoming gradient.",
          "backward {detail} when the incoming gradient is {layout} instead of contiguous",
          "dynamic"),
-    Rule("AGD015", "none-gradient-but-dependent", WARNING,
+    Rule("AGD015", "none-gradient-but-dependent", INFO,
          "backward returns None for a floating-point input the outputs depend on.",
          "backward returns None for input {index} (`{name}`), yet the outputs depend on it "
          "({detail}): its gradient is silently zero; return its gradient, or turn AGD015 off "
          "where that input is never differentiated (a loss target, a cos/sin table)",
-         "dynamic"),
+         "dynamic", default=False),
     Rule("AGD900", "not-checked", WARNING,
          "The dynamic checks could not run: import failed, no inputs, timeout, crash.",
          "not checked dynamically: {reason}", "dynamic"),

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .scan import FileScan
+from .scan import FileScan, checks_gradients
 
 if TYPE_CHECKING:
     from .model import ModuleNamer
@@ -43,7 +43,6 @@ _HEADER = re.compile(r"class[ \t]+\w+[ \t]*\(([^)]*)\)")
 _BASE = re.compile(r"[A-Za-z_][\w.]*")
 _REFERENCE = re.compile(
     r"(?<!\w)([A-Z_]\w*)\s*\(|([A-Za-z_]\w*)\.(?:apply|forward|backward|vjp|jvp)\b")
-_GRADCHECK = re.compile(r"\b(?:gradcheck|gradgradcheck|opcheck)[ \t]*\(")
 _FIRST_WORD = re.compile(r"\s*(\w+)")
 _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]", re.M)
 
@@ -486,7 +485,6 @@ def statement_keeper(relevance: Relevance, path: str,
         if words is not None and any(name in chunk for name in reachable) and \
                 words.search(chunk) is not None:
             return True
-        return relevance.gradcheck_wanted and ("gradcheck" in chunk or "opcheck" in chunk) \
-            and _GRADCHECK.search(chunk) is not None
+        return relevance.gradcheck_wanted and checks_gradients(chunk)
 
     return keep

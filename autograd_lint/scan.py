@@ -27,6 +27,23 @@ _FROM_IMPORT = re.compile(rb"[ \t]*from[ \t]+([\w.]+)[ \t]+(import)[ \t]+(\([^)]
 _IMPORT = re.compile(rb"[ \t]*import[ \t]+([^\n#;]*)")
 _NAME = re.compile(rb"[A-Za-z_][\w.]*")
 _GRADCHECK_CALL = re.compile(rb"\b(?:gradcheck|gradgradcheck|opcheck)[ \t]*\(")
+# A reference test (AGF301): differentiates (`.backward(`, `autograd.grad(`)
+# and compares (`allclose`, `assert_close`, `assertEqual`, project helpers
+# named like them). Over-approximate: the syntax tree decides.
+_DIFFERENTIATES = re.compile(r"\.backward[ \t]*\(|\bgrad[ \t]*\(")
+_COMPARES = re.compile(r"close|[Ee]qual")
+
+
+def checks_gradients(text: str | bytes) -> bool:
+    """Whether source text may check gradients: call gradcheck/gradgradcheck/
+    opcheck, or differentiate and compare as a reference test does."""
+    data = text.encode("latin-1", "replace") if isinstance(text, str) else text
+    if (b"gradcheck" in data or b"opcheck" in data) and _GRADCHECK_CALL.search(data):
+        return True
+    if b"backward" not in data and b"grad" not in data:
+        return False
+    decoded = data.decode("latin-1")
+    return _COMPARES.search(decoded) is not None and _DIFFERENTIATES.search(decoded) is not None
 
 
 class FileScan(NamedTuple):
@@ -39,7 +56,7 @@ class FileScan(NamedTuple):
     # (module, name) for `from module import name`, (module, "") for `import module`;
     # modules as written (relative ones keep their dots).
     imports: tuple[tuple[str, str], ...] = ()
-    gradcheck: bool = False
+    gradcheck: bool = False  # may check gradients (see checks_gradients)
     error: str | None = None  # the file could not be read
 
 
@@ -118,8 +135,7 @@ def scan_bytes(path: str, data: bytes) -> FileScan:
         headers=_headers(data),
         aliases=_aliases(data) if mentions else frozenset(),
         imports=_imports(data),
-        gradcheck=(b"gradcheck" in data or b"opcheck" in data)
-        and _GRADCHECK_CALL.search(data) is not None,
+        gradcheck=checks_gradients(data),
     )
 
 

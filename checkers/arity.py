@@ -49,8 +49,8 @@ class ArityChecker(Checker):
     def agf101_gradient_count_mismatch(self, fn: FunctionClass, facts: FunctionFacts,
                                        method: Method, ret: Return | None, count: int | None,
                                        node: ast.AST) -> None:
-        if count is None:
-            return
+        if count is None or facts.outputs_non_differentiable:
+            return  # unknown length, or a backward that can never run
         declared = len(fn.inputs)
         required = fn.required_inputs
         varargs = fn.has_varargs

@@ -11,6 +11,8 @@ from autograd_lint.analysis.interpreter import (
     CtxEscape,
     CtxRead,
     CtxStore,
+    DataAccess,
+    MethodFacts,
     Mutation,
 )
 from autograd_lint.analysis.values import Kind, Value
@@ -63,8 +65,8 @@ class CtxStateChecker(Checker):
     def agf001_ctx_tensor_attribute(self, fn: FunctionClass, facts: FunctionFacts,
                                     store: CtxStore) -> None:
         value = store.value
-        if value.src == "rng" or value.kind in (Kind.NONE, Kind.NONTENSOR):
-            return
+        if value.src == "rng" or value.kind in (Kind.NONE, Kind.NONTENSOR) or value.integral:
+            return  # integer tensors (indices, offsets): no gradient, no graph to keep
         holds_tensor = value.kind.holds_tensor or (
             value.kind is Kind.UNKNOWN and not value.seq
             and store.attr in facts.ctx_attrs_used_as_tensors)
@@ -119,9 +121,7 @@ class CtxStateChecker(Checker):
             method_facts = facts.facts(name)
             # The interpreter's in-place changes (no facts: assume the worst).
             mutated = _reached_by(method_facts.of(Mutation)) if method_facts else None
-            for node in ast.walk(method.node):
-                if not (isinstance(node, ast.Attribute) and node.attr == "data"):
-                    continue
+            for node in _data_of_tensors(method_facts):
                 if isinstance(node.value, ast.Name) and (node.value.id == ctx or
                                                          node.value.id in _CTX_LIKE_NAMES):
                     continue
@@ -260,6 +260,19 @@ def _returned_inputs(facts: FunctionFacts) -> set[str]:
 
 def _span(node: ast.expr) -> tuple[int, int]:
     return (-(node.col_offset), (node.end_col_offset or 0))
+
+
+def _data_of_tensors(method_facts: MethodFacts | None) -> list[ast.Attribute]:
+    """`.data` accesses whose receiver has tensor evidence (RULES.md: a
+    project class or container with a `data` attribute is no tensor), once
+    each, in source order."""
+    if method_facts is None:
+        return []
+    found: dict[int, ast.Attribute] = {}
+    for access in method_facts.of(DataAccess):
+        if access.base.kind in (Kind.TENSOR, Kind.TENSORISH):
+            found[id(access.node)] = access.node
+    return sorted(found.values(), key=lambda n: (n.lineno, n.col_offset))
 
 
 def _data_writes(method: ast.AST) -> set[int]:

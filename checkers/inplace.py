@@ -23,6 +23,8 @@ class InplaceChecker(Checker):
     family = "inplace"
 
     def check_function(self, fn: FunctionClass, facts: FunctionFacts) -> None:
+        # (code, tensor, statement line): `x.mul_(a).add_(b)` is one finding.
+        self._reported: set[tuple[str, str, int]] = set()
         for name in ("backward", "vjp", "jvp"):
             method_facts = self._own_facts(fn, facts, name)
             for mutation in method_facts.of(Mutation) if method_facts else ():
@@ -52,6 +54,8 @@ class InplaceChecker(Checker):
             return
         target = source_text(mutation.target)
         name = _base_name(mutation.target) or "t"
+        if self._seen("AGF005", "saved", mutation):
+            return
         self.reporter.add("AGF005", mutation.node, function=fn.name, how=mutation.how,
                           target=target, source="a tensor saved for backward", via="",
                           name=name)
@@ -62,6 +66,8 @@ class InplaceChecker(Checker):
         if not roots:
             return
         root = roots[0]
+        if self._seen("AGF006", root, mutation):
+            return
         target = source_text(mutation.target)
         via = "" if _base_name(mutation.target) == root else f" (which `{target}` may alias)"
         backward = fn.own.get("backward")
@@ -85,6 +91,10 @@ class InplaceChecker(Checker):
                          or facts.input_is_tensor(name))
             if not is_tensor or facts.inputs.get(name, mutation.value).kind is Kind.NONTENSOR:
                 continue
+            if facts.side_effect_buffer(name):
+                continue  # running statistics, caches: updated by design (RULES.md)
+            if self._seen("AGF007", name, mutation):
+                return
             target = source_text(mutation.target)
             via = "" if _base_name(mutation.target) == name else f" (which `{target}` may alias)"
             self.reporter.add("AGF007", mutation.node, function=fn.name, how=mutation.how,
@@ -128,6 +138,14 @@ class InplaceChecker(Checker):
             missing = [name for name in dirty if name not in returned]
             if missing:
                 self.reporter.add("AGF209", ret.node, function=fn.name, name=missing[0])
+
+    def _seen(self, code: str, tensor: str, mutation: Mutation) -> bool:
+        """Whether this statement's change of `tensor` was already reported."""
+        key = (code, tensor, getattr(mutation.node, "lineno", 0))
+        if key in self._reported:
+            return True
+        self._reported.add(key)
+        return False
 
     @staticmethod
     def _dirty_inputs(fn: FunctionClass, facts: FunctionFacts) -> set[str]:

@@ -9,7 +9,6 @@ import ast
 
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.torch_api import SPECIAL_METHODS
-from autograd_lint.analysis.values import Kind
 from autograd_lint.fixes import add_staticmethod
 from autograd_lint.project import CTX_PARAM_NAMES, FunctionClass, Method
 
@@ -75,7 +74,7 @@ class StructureChecker(Checker):
             return
         if fn.method("backward") is not None or fn.method("vjp") is not None:
             return
-        if _only_raises_not_implemented(forward.node) or _outputs_non_differentiable(fn, facts):
+        if _only_raises_not_implemented(forward.node) or facts.outputs_non_differentiable:
             return
         self.reporter.add("AGF106", fn.node, function=fn.name, name=fn.name)
 
@@ -166,33 +165,3 @@ def _only_raises_not_implemented(node: ast.FunctionDef | ast.AsyncFunctionDef) -
     exc = body[0].exc
     name = exc.func if isinstance(exc, ast.Call) else exc
     return isinstance(name, ast.Name) and name.id == "NotImplementedError"
-
-
-def _outputs_non_differentiable(fn: FunctionClass, facts: FunctionFacts) -> bool:
-    """Every output is an integer/bool tensor or marked non-differentiable."""
-    forward = facts.facts("forward")
-    if forward is None or not forward.returns:
-        return False
-    marked: set[str] = set()
-    whole_output = False
-    for call in facts.calls("mark_non_differentiable"):
-        for node, value, starred in call.args:
-            if value.src == "output" and (starred or not isinstance(node, ast.Subscript)):
-                whole_output = True
-            marked.add(ast.unparse(node))
-    if whole_output:
-        return True
-    for ret in forward.returns:
-        values = ret.value.elems if ret.value.elems is not None else (ret.value,)
-        nodes = ret.elements if ret.elements is not None else [ret.node.value]
-        for index, value in enumerate(values):
-            node = nodes[index] if index < len(nodes) else None
-            if value.kind is Kind.NONTENSOR or value.integral:
-                continue
-            if node is not None and ast.unparse(node) in marked:
-                continue
-            if fn.style == "setup_context" and f"output[{index}]" in marked:
-                continue
-            return False
-    return True
-

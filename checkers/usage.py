@@ -15,6 +15,7 @@ from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXT
 from autograd_lint.fixes import instance_call_to_apply
 from autograd_lint.model import ClassInfo, FunctionNode, ModuleInfo, Scope, plain_name
 from autograd_lint.project import GRADCHECK_READS, FunctionClass, Project, Resolved
+from autograd_lint.scan import checks_gradients
 
 from .base import Checker, source_text
 
@@ -22,7 +23,7 @@ _DIRECT_METHODS = frozenset({"forward", "backward", "vjp", "jvp"})
 _GRADCHECKS = frozenset({"gradcheck", "gradgradcheck", "opcheck"})
 _GRAD_ENABLED = frozenset({"torch.is_grad_enabled", "torch._C.is_grad_enabled",
                            "torch.autograd.grad_mode.is_grad_enabled"})
-_MAX_DEPTH = 4
+_MAX_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ class UsageChecker(Checker):
             called = _CalledAtOnce(module.tree)
             for call, site in CallSites(module, self.project, _names_used(module)):
                 self.agf105_function_instantiated(module, call, site, called)
-        if self.enabled("AGF301") and self.project.scan_tree:
+        if self.enabled("AGF301") and self.project.scan_tree and self.project.has_tests:
             exercised = gradchecked(self.project)
             for fn in self.project.functions_in(module):
                 self.agf301_no_gradcheck(fn, exercised)
@@ -204,6 +205,9 @@ class UsageChecker(Checker):
         if fn.method("forward") is None or (fn.method("backward") is None and
                                             fn.method("vjp") is None):
             return  # cannot be gradchecked as written (AGF106 / AGF111 say why)
+        facts = fn.facts
+        if facts.outputs_non_differentiable or facts.deliberate_gradient is not None:
+            return  # backward never runs, or differs from the derivative on purpose
         self.reporter.add("AGF301", fn.node, function=fn.name, name=fn.name)
 
 
@@ -211,19 +215,26 @@ class UsageChecker(Checker):
 # Which Functions a gradcheck in the scanned tree exercises
 # ---------------------------------------------------------------------------
 def gradchecked(project: Project) -> set[tuple[str, str]]:
-    """(file, class key) of every Function that some gradcheck/gradgradcheck/
-    opcheck call exercises: `MyFn.apply`, a lambda or a helper that calls it,
-    a name bound to it, an imported alias, a pytest parameter listing it.
-    (An incremental run may hand in the answer of an earlier run, with the
-    files it read, as `project.cache["gradchecked"]`.)"""
+    """(file, class key) of every Function whose gradients something in the
+    tree checks: a gradcheck/gradgradcheck/opcheck call, or a reference test
+    (a def that differentiates and compares, as kernel projects test against
+    a reference implementation), through `MyFn.apply`, a lambda or a helper
+    that calls it (at any depth), a name bound to it, an imported alias, a
+    pytest parameter listing it. (An incremental run may hand in the answer
+    of an earlier run, with the files it read, as `project.cache["gradchecked"]`.)"""
     if "gradchecked" not in project.cache:
-        with project.reads.frame() as reads:  # every file that calls gradcheck
+        with project.reads.frame() as reads:  # every file that checks gradients
             project.reads.read(GRADCHECK_READS)
             cached: set[ClassInfo] = set()
             for module in project.modules:
-                if not any(word in module.source for word in _GRADCHECKS):
+                if not checks_gradients(module.source):
                     continue
                 project.read(module)
+                for test, scope in _reference_tests(module, project):
+                    cached |= _Exercised(project, module).keys(
+                        test, Site(scope, test, False, False))
+                if not any(word in module.source for word in _GRADCHECKS):
+                    continue
                 for call, site in CallSites(module, project, _GRADCHECK_WORDS):
                     if _is_gradcheck(call, site.scope):
                         target = call.args[0] if call.args else next(
@@ -239,6 +250,53 @@ def gradchecked(project: Project) -> set[tuple[str, str]]:
 
 
 _GRADCHECK_WORDS = ("gradcheck", "opcheck")
+
+
+def _reference_tests(module: ModuleInfo, project: Project
+                     ) -> Iterator[tuple[FunctionNode, Scope]]:
+    """Defs outside Function classes that differentiate (`.backward(`,
+    `torch.autograd.grad(`) and compare (`allclose`, `assert_close`,
+    `assertEqual` and project helpers named like them): reference tests."""
+    function_classes = {id(info.node) for info in module.classes if info in project.functions}
+    stack: list[ast.AST] = list(module.tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ClassDef):
+            if id(node) not in function_classes:
+                stack.extend(node.body)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if _differentiates_and_compares(node):
+                yield node, module.scopes.get(id(node), module.scope)
+            else:
+                stack.extend(node.body)  # a nested def may be the test
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _differentiates_and_compares(node: FunctionNode) -> bool:
+    differentiates = compares = False
+    for call in ast.walk(node):
+        if not isinstance(call, ast.Call):
+            continue
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name == "backward" and isinstance(func, ast.Attribute) or name == "grad" and \
+                isinstance(func, ast.Attribute) and "autograd" in ast.unparse(func.value):
+            differentiates = True
+        elif _is_comparison(name):
+            compares = True
+        if differentiates and compares:
+            return True
+    return False
+
+
+def _is_comparison(name: str) -> bool:
+    """`torch.allclose`, `torch.testing.assert_close`, `self.assertEqual`,
+    `np.testing.assert_allclose`, `assert_verbose_allclose`, `gems_assert_close`."""
+    lowered = name.lower()
+    return "allclose" in lowered or "isclose" in lowered or lowered == "equal" or \
+        "assert" in lowered and ("close" in lowered or "equal" in lowered)
 
 
 class _CalledAtOnce:
@@ -318,11 +376,26 @@ class _Exercised:
                         found |= self.keys(decorator, site, depth + 1)
                 return found
         found = set()
-        for qualified in site.scope.resolve_all(node):
+        qualified_names = site.scope.resolve_all(node)
+        for qualified in qualified_names:
             resolved = self.project.resolve(qualified, self.module)
             if resolved is not None:
                 found |= self._reached(resolved, depth)
+        if qualified_names == [None] and isinstance(node, ast.Name) and \
+                node.id in self.module.defs:
+            # A def of this module (a def binds no name that resolves).
+            found |= self._same_module_def(node.id, depth)
         return found
+
+    def _same_module_def(self, name: str, depth: int) -> set[ClassInfo]:
+        key = (self.module.path, f"<def>{name}")
+        if key not in self.memo:
+            self.memo[key] = set()  # a cycle through this name adds nothing
+            definition = self.module.defs[name]
+            scope = self.module.scopes.get(id(definition), self.module.scope)
+            self.memo[key] = self.keys(definition, Site(scope, definition, False, False),
+                                       depth + 1)
+        return self.memo[key]
 
     def _reached(self, resolved: Resolved, depth: int) -> set[ClassInfo]:
         cls = resolved.cls

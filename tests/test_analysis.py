@@ -62,7 +62,9 @@ class F(torch.autograd.Function):
     assert f.inputs["n"].kind is Kind.UNKNOWN
 
 
-def test_returned_arithmetic_on_one_input_makes_it_a_tensor() -> None:
+def test_returned_arithmetic_on_one_input_is_no_tensor_evidence() -> None:
+    # RULES.md: being returned, multiplied or compared is no evidence (an int
+    # passed through forward and returned is no tensor).
     f = facts(HEADER + '''
 class F(torch.autograd.Function):
     @staticmethod
@@ -71,7 +73,7 @@ class F(torch.autograd.Function):
             return -(x * 2) + 1
         return y * z
 ''')
-    assert f.inputs["x"].kind is Kind.TENSOR
+    assert f.inputs["x"].kind is Kind.UNKNOWN
     assert f.inputs["y"].kind is Kind.UNKNOWN  # `y * z`: either could be the tensor
 
 

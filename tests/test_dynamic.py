@@ -67,7 +67,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def agd_cases() -> tuple[dict[str, set[str]], list[dict]]:
-    _, findings, _ = dynamic("--select", "AGD", str(DYNAMIC / "agd_cases.py"))
+    _, findings, _ = dynamic("--select", "AGD,AGD015", str(DYNAMIC / "agd_cases.py"))
     return by_function(findings), findings
 
 

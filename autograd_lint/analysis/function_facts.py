@@ -44,17 +44,9 @@ class FunctionFacts:
         found: set[str] = set()
         forward = self._run_forward(self.base_inputs)
         if forward is not None:
+            # Being returned, multiplied or compared is no evidence: forwards
+            # return ints and flags as outputs too (RULES.md).
             found |= forward.evidence
-            for ret in forward.returns:
-                values = ret.value.elems or (ret.value,)
-                if any(v.literal or v.is_none for v in values):
-                    # `return out, scale, None, True, "tag"`: forward returns
-                    # non-tensors too, so a returned input proves nothing.
-                    continue
-                for value in values:
-                    # A returned input, or arithmetic on one input and numbers.
-                    if value.src and value.src.startswith(("input:", "arith:")):
-                        found.add(value.src[6:])
         setup = self._run_setup_context(self.base_inputs, forward)
         if setup is not None:
             found |= setup.evidence
@@ -242,6 +234,85 @@ class FunctionFacts:
         return count
 
     @cached_property
+    def outputs_non_differentiable(self) -> bool:
+        """Every output is a non-tensor, an integer/bool tensor or marked
+        non-differentiable: backward can never run."""
+        forward = self.facts("forward")
+        if forward is None or not forward.returns:
+            return False
+        marked: set[str] = set()
+        for call in self.calls("mark_non_differentiable"):
+            for node, value, starred in call.args:
+                if value.src == "output" and (starred or not isinstance(node, ast.Subscript)):
+                    return True  # setup_context marks the whole output
+                marked.add(ast.unparse(node))
+        for ret in forward.returns:
+            values = ret.value.elems if ret.value.elems is not None else (ret.value,)
+            nodes = ret.elements if ret.elements is not None else [ret.node.value]
+            for index, value in enumerate(values):
+                node = nodes[index] if index < len(nodes) else None
+                if value.kind in (Kind.NONTENSOR, Kind.NONE) or value.integral:
+                    continue
+                if node is not None and ast.unparse(node) in marked:
+                    continue
+                if self.fn.style == "setup_context" and f"output[{index}]" in marked:
+                    continue
+                return False
+        return True
+
+    def side_effect_buffer(self, name: str) -> bool:
+        """Whether forward input `name` is a buffer no gradient flows through
+        (backward returns a literal None in its place on every path, or there
+        is no backward) that no output returns or views: updating it in place
+        is a side effect by design (running statistics, caches, counters)."""
+        output = self.output
+        if output is not None and f"input:{name}" in output.roots:
+            return False
+        if self.fn.method("backward") is None and self.fn.method("vjp") is None:
+            return True
+        names = [arg.arg for arg in self.fn.inputs]
+        if name not in names or self.fn.has_varargs:
+            return False
+        index = names.index(name)
+        for method in ("backward", "vjp"):
+            facts = self.facts(method) if self.fn.method(method) is not None else None
+            if facts is None:
+                continue
+            if not facts.returns:
+                return False
+            for ret in facts.returns:
+                elems = ret.value.elems
+                if elems is None or ret.value.is_list:
+                    value = ret.value if index == 0 and len(names) == 1 else None
+                else:
+                    value = elems[index] if index < len(elems) else None
+                if value is None or value.kind is not Kind.NONE:
+                    return False
+        return True
+
+    @cached_property
+    def deliberate_gradient(self) -> str | None:
+        """Why backward differs from the derivative on purpose (RULES.md,
+        Precision first), or None: "identity" when forward returns its inputs
+        (or views or copies of them) unchanged, so backward scales, clips,
+        reverses, injects or communicates the gradient; "piecewise-constant"
+        when forward rounds, takes signs or thresholds, so backward is a
+        surrogate (straight-through estimators)."""
+        forward = self.fn.forward
+        if forward is None or forward.node is None:
+            return None
+        shape = _ForwardShape(forward.node, {arg.arg for arg in self.fn.inputs})
+        returns = [node.value for node in ast.walk(forward.node)
+                   if isinstance(node, ast.Return) and node.value is not None]
+        if not returns:
+            return None
+        if all(shape.identity_result(expr) for expr in returns):
+            return "identity"
+        if all(shape.piecewise_constant_result(expr) for expr in returns):
+            return "piecewise-constant"
+        return None
+
+    @cached_property
     def returned_names(self) -> frozenset[str]:
         """Names (`out`) and ctx attributes (`ctx.out`) forward returns directly."""
         facts = self.facts("forward")
@@ -279,6 +350,84 @@ class FunctionFacts:
                 if (attr := _ctx_attr(target, ctx)) is not None:
                     found.add(attr)
         return frozenset(found)
+
+
+# Methods whose result is the same values as the receiver.
+_SAME_VALUES = frozenset({"view", "view_as", "reshape", "reshape_as", "clone", "contiguous",
+                          "expand_as", "expand", "flatten", "squeeze", "unsqueeze"})
+# Functions and methods with a zero derivative almost everywhere.
+_PIECEWISE_CONSTANT = frozenset({"round", "floor", "ceil", "sign", "trunc", "fix", "bernoulli",
+                                 "heaviside", "round_", "floor_", "ceil_", "sign_", "trunc_",
+                                 "bernoulli_"})
+_CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "to", "type_as", "type"})
+
+
+class _ForwardShape:
+    """Syntactic facts about what forward returns, through its local names."""
+
+    def __init__(self, node: ast.FunctionDef | ast.AsyncFunctionDef, inputs: set[str]) -> None:
+        self.inputs = inputs
+        self.bindings: dict[str, list[ast.expr]] = {}
+        for stmt in ast.walk(node):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                    isinstance(stmt.targets[0], ast.Name):
+                self.bindings.setdefault(stmt.targets[0].id, []).append(stmt.value)
+            elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and \
+                    isinstance(stmt.target, ast.Name):
+                self.bindings.setdefault(stmt.target.id, []).append(ast.Constant(None))
+
+    def identity_result(self, expr: ast.expr) -> bool:
+        """`x`, `x.view_as(x)`, `x.clone()`, or a tuple of those and literals,
+        with at least one input."""
+        elements = expr.elts if isinstance(expr, ast.Tuple) else [expr]
+        kinds = [self._identity(e, frozenset()) for e in elements]
+        return all(kinds) and any(kind == "input" for kind in kinds)
+
+    def _identity(self, expr: ast.expr, seen: frozenset[str]) -> str | None:
+        if isinstance(expr, ast.Constant):
+            return "literal"
+        if isinstance(expr, ast.Name):
+            if expr.id in seen:  # `x = x.contiguous()`: back at the input itself
+                return "input" if expr.id in self.inputs else None
+            values = self.bindings.get(expr.id)
+            if not values:
+                return "input" if expr.id in self.inputs else None
+            kinds = {self._identity(v, seen | {expr.id}) for v in values}
+            return kinds.pop() if len(kinds) == 1 else None
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+                expr.func.attr in _SAME_VALUES:
+            return "input" if self._identity(expr.func.value, seen) == "input" else None
+        return None
+
+    def piecewise_constant_result(self, expr: ast.expr) -> bool:
+        elements = expr.elts if isinstance(expr, ast.Tuple) else [expr]
+        return any(self._piecewise(e, 0) for e in elements) and all(
+            self._piecewise(e, 0) or isinstance(e, ast.Constant) for e in elements)
+
+    def _piecewise(self, expr: ast.expr, depth: int) -> bool:
+        if depth > 8:
+            return False
+        if isinstance(expr, ast.Name):
+            values = self.bindings.get(expr.id)
+            return bool(values) and all(self._piecewise(v, depth + 1) for v in values)
+        if isinstance(expr, ast.BinOp):  # `torch.round(x / s) * s`: still a staircase
+            sides = [expr.left, expr.right]
+            # The other side scales or shifts: a number, a name, an attribute.
+            return any(self._piecewise(side, depth + 1) for side in sides) and all(
+                self._piecewise(side, depth + 1) or
+                isinstance(side, (ast.Constant, ast.Name, ast.Attribute)) for side in sides)
+        if not isinstance(expr, ast.Call):
+            return False
+        func = expr.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in _PIECEWISE_CONSTANT:
+            return True
+        if name in _CONVERSIONS | _SAME_VALUES and isinstance(func, ast.Attribute):
+            receiver = func.value
+            return isinstance(receiver, ast.Compare) or self._piecewise(receiver, depth + 1)
+        if name in ("clamp", "clip") and isinstance(func, ast.Attribute):
+            return self._piecewise(func.value, depth + 1)
+        return False
 
 
 def _ctx_attr(node: ast.expr, ctx: str | None) -> str | None:
@@ -377,10 +526,21 @@ def _input_value(arg: ast.arg, default: ast.expr | None, scope) -> Value:
     if default is not None and not maybe_none and _is_literal(default):
         kind = Kind.NONTENSOR
         seq = isinstance(default, (ast.Tuple, ast.List))
+    integral = False
     if arg.annotation is not None:
         annotated = _annotation_kind(arg.annotation, scope)
         if annotated is not Kind.UNKNOWN and kind is Kind.UNKNOWN:
             kind = annotated
+            integral = _integral_annotation(arg.annotation, scope)
         if _strip_optional(arg.annotation)[1]:
             maybe_none = True
-    return Value(kind, frozenset({root}), None, seq, False, maybe_none, root)
+    return Value(kind, frozenset({root}), None, seq, False, maybe_none, root, integral=integral)
+
+
+def _integral_annotation(node: ast.expr, scope) -> bool:
+    """`torch.LongTensor`, `Optional[torch.BoolTensor]`: indices and masks."""
+    inner, _ = _strip_optional(node)
+    if not isinstance(inner, (ast.Name, ast.Attribute)):
+        return False
+    qualified = scope.resolve(inner) or ast.unparse(inner)
+    return qualified.rsplit(".", 1)[-1] in api.INTEGRAL_TENSOR_CLASSES

@@ -169,6 +169,14 @@ class Compute:
 
 
 @dataclass
+class DataAccess:
+    """`x.data`, read or written: `base` is what the analysis knows of `x`."""
+
+    node: ast.Attribute
+    base: Value
+
+
+@dataclass
 class CtxEscape:
     """ctx stored where it outlives the call."""
 
@@ -177,7 +185,7 @@ class CtxEscape:
 
 
 Event = (CtxStore | CtxCall | CtxRead | Mutation | Return | GradUse | LeftAutograd | GradRead
-         | BackwardCall | Compute | CtxEscape)
+         | BackwardCall | Compute | CtxEscape | DataAccess)
 
 
 @dataclass
@@ -326,6 +334,8 @@ class Interpreter:
         self._loops: list[tuple[list[State], list[State]]] = []
         self._grad_off: list[str] = []  # taint keys of enclosing no_grad blocks
         self._globals: set[str] = set()
+        args = node.args
+        self._parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
 
     def run(self) -> MethodFacts:
         state = State(dict(self.initial))
@@ -409,7 +419,8 @@ class Interpreter:
         if isinstance(target, ast.Name):
             current = state.vars.get(target.id, UNKNOWN)
             operand = self.expr(node.value, state)
-            self._record(Mutation(node, target, current, f"`{target.id} {op}= ...`", False))
+            if not (current.seq or operand.seq):  # `t += (x,)` builds a new tuple
+                self._record(Mutation(node, target, current, f"`{target.id} {op}= ...`", False))
             self._grad_uses(node, state, current, operand)
             result = self._binop(type(node.op), current, operand, node)
             state.vars[target.id] = replace(
@@ -622,6 +633,8 @@ class Interpreter:
                       state, stmt, None)
         elif isinstance(target, ast.Attribute):
             base = self.expr(target.value, state)
+            if target.attr == "data" and base.src != "ctx":
+                self._record(DataAccess(target, base))
             if base.src == "ctx":
                 self._record(CtxStore(stmt, target.attr, value, value_node))
             elif value.src == "ctx" and self._nonlocal(target.value, state):
@@ -816,14 +829,33 @@ class Interpreter:
     e_ListComp = e_SetComp = e_GeneratorExp = e_DictComp = _comprehension
 
     def e_IfExp(self, node: ast.IfExp, state: State) -> Value:
-        self.expr(node.test, state)
+        test = self.expr(node.test, state)
         left_state, right_state = state.copy(), state.copy()
         left = self.expr(node.body, left_state)
         right = self.expr(node.orelse, right_state)
         joined = join_states([left_state, right_state])
         assert joined is not None
         state.vars, state.facts = joined.vars, joined.facts
-        return join(left, right)
+        value = join(left, right)
+        if self._caller_flag(node.test, test):
+            # `dx = dy if inplace else torch.empty_like(dy)`: the alias exists
+            # only when a caller opts in, which no call here is known to do
+            # (RULES.md, Precision first: the event). Aliases both branches
+            # share remain.
+            value = replace(value, roots=left.roots & right.roots)
+        return value
+
+    def _caller_flag(self, test: ast.expr, value: Value) -> bool:
+        """A test on a flag the caller chooses: a parameter or ctx attribute
+        (or its negation) that is not a tensor."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        if not isinstance(test, (ast.Name, ast.Attribute)) or value.kind.holds_tensor:
+            return False
+        if isinstance(test, ast.Attribute):
+            return value.src is not None and value.src.startswith("ctx.")
+        return test.id in self._parameters
+
 
     def e_BoolOp(self, node: ast.BoolOp, state: State) -> Value:
         values = [self.expr(v, state) for v in node.values]
@@ -975,16 +1007,15 @@ class Interpreter:
         if attr in api.NON_TENSOR_ATTRIBUTES:
             return NONTENSOR  # sizes and dtypes carry no gradient
         if attr == "data":
-            # Evidence as `.detach()` is, its safe fix (AGF008): the fix must
-            # not make a new finding appear.
-            self._evidence(base)
+            # No tensor evidence: project classes have `data` attributes too.
+            self._record(DataAccess(node, base))
             taint = base.taint
             if _is_gradient(base):
                 key = self._marker("left", node)
                 self._record(LeftAutograd(node, "`.data` of the gradient", key,
                                           param_names(base.roots), True))
                 taint = taint | {key}
-            kind = Kind.TENSOR if base.kind.holds_tensor or base.roots else Kind.UNKNOWN
+            kind = Kind.TENSOR if base.kind.holds_tensor else Kind.UNKNOWN
             return Value(kind, base.roots, taint=taint, view=True, detached=True)
         if attr in api.VIEW_ATTRIBUTES:
             kind = Kind.TENSOR if base.kind.holds_tensor or base.roots else Kind.UNKNOWN

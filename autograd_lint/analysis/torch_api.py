@@ -314,6 +314,11 @@ SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "builtins.int",
                                 "builtins.float", "builtins.bool", "builtins.str"})
 
 
+# Tensor classes of integer and bool dtypes (indices, offsets, masks).
+INTEGRAL_TENSOR_CLASSES = frozenset({"LongTensor", "IntTensor", "ShortTensor", "CharTensor",
+                                     "ByteTensor", "BoolTensor"})
+
+
 def is_tensor_class(qualname: str) -> bool:
     """torch.Tensor, torch.FloatTensor, torch.cuda.HalfTensor, ..."""
     last = qualname.rsplit(".", 1)[-1]

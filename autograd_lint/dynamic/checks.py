@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -118,6 +119,9 @@ class Target:
     # An in-place Function (mark_dirty) cannot take a leaf that requires grad:
     # it gets a differentiable copy of each input, as a caller would pass.
     copy_leaves: bool = False
+    # Why backward differs from the derivative on purpose ("identity",
+    # "piecewise-constant"): finite differences were not compared.
+    deliberate: str | None = None
 
     def report(self, code: str, **fields: Any) -> None:
         if any(isinstance(v, str) and v.startswith("MemoryError") for v in fields.values()):
@@ -562,7 +566,15 @@ def check_inputs(target: Target, inputs: Inputs) -> None:
     check_input_mutation(target, inputs)
     backward_ok = check_forward_backward(target, inputs)
     if backward_ok:
-        gradcheck_ok = check_gradcheck(target, inputs)
+        # Finite differences are no verdict on a gradient that differs from
+        # the derivative on purpose (RULES.md): the probes that compare with
+        # them are left out; the others still run.
+        deliberate = deliberate_gradient(target, inputs)
+        if deliberate is not None:
+            target.deliberate = deliberate
+        gradcheck_ok = deliberate is None and check_gradcheck(target, inputs)
+        if deliberate is not None:
+            check_noncontiguous_grad_output(target, inputs)
         if gradcheck_ok:
             if not target.once_differentiable:
                 check_gradgradcheck(target, inputs)
@@ -994,6 +1006,42 @@ def _gradcheck_failure(target: Target, inputs: Inputs, exc: BaseException, code:
         target.report("AGD010", detail=message)
         return
     target.report("AGD003", where="backward", detail=message)
+
+
+def deliberate_gradient(target: Target, inputs: Inputs) -> str | None:
+    """"identity" when forward returns its differentiable inputs unchanged
+    (gradient reversal, scaling, clipping, injection), "piecewise-constant"
+    when its floating-point outputs do not move under a tiny change of those
+    inputs (rounding, signs, thresholds: straight-through estimators), else
+    None."""
+    positions = differentiable_positions(inputs.args)
+    try:
+        with torch.no_grad():
+            args = fresh(inputs.args)
+            outputs = _floating_outputs(target, args)
+            if not outputs or not positions:
+                return None
+            sources = [args[i] for i in positions]
+            if all(any(o.shape == s.shape and torch.equal(o, s) for s in sources)
+                   for o in outputs):
+                return "identity"
+            nudged = list(fresh(inputs.args))
+            for i in positions:
+                tensor = nudged[i]
+                scale = tensor.abs().clamp(min=1.0) * _NUDGE[tensor.dtype]
+                nudged[i] = tensor + scale * torch.rand_like(tensor)
+            moved = _floating_outputs(target, tuple(nudged))
+    except Exception:
+        return None  # the other checks say what fails
+    if len(moved) == len(outputs) and all(
+            a.shape == b.shape and torch.equal(a, b) for a, b in zip(outputs, moved, strict=True)):
+        return "piecewise-constant"
+    return None
+
+
+# A relative change small enough to stay on one step of a staircase, large
+# enough to move any smooth function's output in that precision.
+_NUDGE = defaultdict(lambda: 1e-3, {torch.float64: 1e-9, torch.float32: 1e-5})
 
 
 def check_gradcheck(target: Target, inputs: Inputs) -> bool:

@@ -1,0 +1,335 @@
+"""Precision first (RULES.md): every premise of a finding needs evidence.
+
+Each family of false alarms found on real projects is tested side by side
+with the true finding the same analysis must keep: the value (a tensor, not a
+number or a project object), the event (the write happens under the
+arguments the call passes), the harm (the consequence can arise), and
+AGF301's idea of a tested Function (reference tests, deliberate gradients).
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from .helpers import lint, lint_tree
+
+HEADER = "import torch\nfrom torch.autograd import Function\n"
+
+
+def codes_by_function(code: str, codes: tuple[str, ...] | None = None) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for finding in lint(HEADER + textwrap.dedent(code), codes):
+        found.setdefault(finding.function or "", []).append(finding.code)
+    return found
+
+
+# -- the event: writes the call rules out ----------------------------------------------
+def test_alias_chosen_by_a_caller_flag_is_no_write_but_an_unconditional_one_is() -> None:
+    found = codes_by_function('''
+        class OptIn(Function):
+            @staticmethod
+            def forward(ctx, x, w, in_place=False):
+                ctx.in_place = in_place
+                ctx.save_for_backward(x, w)
+                return x * w
+
+            @staticmethod
+            def backward(ctx, dy):
+                x, w = ctx.saved_tensors
+                dx = dy if ctx.in_place else torch.empty_like(dy)
+                dx.copy_(dy * w)
+                return dx, None, None
+
+        class Always(Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                ctx.save_for_backward(x, w)
+                return x * w
+
+            @staticmethod
+            def backward(ctx, dy):
+                x, w = ctx.saved_tensors
+                dx = dy if dy.is_contiguous() else dy.contiguous()
+                dx.copy_(dy * w)
+                return dx, None
+    ''')
+    assert "OptIn" not in found
+    assert found["Always"] == ["AGF006"]
+
+
+def test_tuple_concatenation_is_no_inplace_change() -> None:
+    found = codes_by_function('''
+        class Tuples(Function):
+            @staticmethod
+            def forward(ctx, q, k):
+                ctx.save_for_backward(q, k)
+                return q * k
+
+            @staticmethod
+            def backward(ctx, g):
+                q, k = ctx.saved_tensors
+                inputs = (q, k)
+                if g is not None:
+                    inputs += (g,)
+                k += 1
+                return g * inputs[1], g * inputs[0]
+    ''')
+    assert found["Tuples"] == ["AGF005"]  # `k += 1`, not `inputs += (...)`
+
+
+def test_one_statement_changing_a_tensor_twice_is_one_finding() -> None:
+    findings = lint(HEADER + textwrap.dedent('''
+        class Chain(Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                g.mul_(2).add_(1)
+                return g
+    '''))
+    assert [f.code for f in findings] == ["AGF006"]
+
+
+# -- the value: tensors, not numbers or project objects ---------------------------------
+def test_project_object_data_is_no_tensor_but_a_tensor_data_is() -> None:
+    found = codes_by_function('''
+        class Topology:
+            def __init__(self, data):
+                self.data = data
+
+        class BlockSparse(Function):
+            @staticmethod
+            def forward(ctx, x, topo: Topology):
+                ctx.save_for_backward(x)
+                return x * topo.data.sum()
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, None
+
+        class Detaches(Function):
+            @staticmethod
+            def forward(ctx, x: torch.Tensor):
+                ctx.save_for_backward(x.data)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+    ''')
+    assert "BlockSparse" not in found
+    assert found["Detaches"] == ["AGF008"]
+
+
+def test_returned_number_and_integer_tensor_on_ctx_are_silent_a_float_input_is_not() -> None:
+    found = codes_by_function('''
+        class PassesCount(Function):
+            @staticmethod
+            def forward(ctx, x, n):
+                ctx.n = n
+                ctx.save_for_backward(x)
+                return x * 2, n
+
+            @staticmethod
+            def backward(ctx, g, gn):
+                return g * 2, None
+
+        class Offsets(Function):
+            @staticmethod
+            def forward(ctx, x: torch.Tensor, cu_seqlens: torch.LongTensor | None = None):
+                ctx.cu_seqlens = cu_seqlens
+                ctx.save_for_backward(x)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2, None
+
+        class KeepsInput(Function):
+            @staticmethod
+            def forward(ctx, x: torch.Tensor, state: torch.Tensor):
+                ctx.state = state
+                return x * state
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.state, g
+    ''')
+    assert "PassesCount" not in found and "Offsets" not in found
+    assert found["KeepsInput"] == ["AGF001"]
+
+
+# -- the harm: consequences that can arise ----------------------------------------------
+def test_running_statistics_update_is_silent_a_returned_cache_write_is_not() -> None:
+    found = codes_by_function('''
+        class BatchNormStats(Function):
+            @staticmethod
+            def forward(ctx, x, running_mean, momentum: float):
+                mean = x.mean(0)
+                running_mean.mul_(1 - momentum).add_(momentum * mean)
+                return x - mean
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, None, None
+
+        class KVCacheAppend(Function):
+            @staticmethod
+            def forward(ctx, cache, k):
+                cache.copy_(k)
+                return cache
+
+            @staticmethod
+            def backward(ctx, g):
+                return None, g
+
+        class GradientFlowsThrough(Function):
+            @staticmethod
+            def forward(ctx, x, acc):
+                acc.add_(x)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2, g
+    ''')
+    assert "BatchNormStats" not in found
+    assert found["KVCacheAppend"] == ["AGF007"]
+    assert found["GradientFlowsThrough"] == ["AGF007"]
+
+
+def test_backward_that_never_runs_has_no_gradient_count_or_missing_backward() -> None:
+    found = codes_by_function('''
+        class CacheWrite(Function):
+            @staticmethod
+            def forward(ctx, kv, cache):
+                cache[0] = kv
+                return None
+
+        class NeverRuns(Function):
+            @staticmethod
+            def forward(ctx, scores, k: int):
+                idx = scores.argsort(dim=-1)
+                ctx.mark_non_differentiable(idx)
+                return idx
+
+            @staticmethod
+            def backward(ctx, g):
+                return None
+
+        class TooFew(Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                return x * w
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+    ''')
+    assert "CacheWrite" not in found and "NeverRuns" not in found
+    assert found["TooFew"] == ["AGF101"]
+
+
+# -- AGF301: what a tested Function is --------------------------------------------------
+FUNCTIONS = '''
+import torch
+from torch.autograd import Function
+
+
+class Reverse(Function):
+    @staticmethod
+    def forward(ctx, x, alpha):
+        ctx.alpha = alpha
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return -ctx.alpha * g, None
+
+
+class RoundSTE(Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        return torch.round(x / scale) * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class Cube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * g
+
+
+class Square(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+def cube(x):
+    return Cube.apply(x)
+
+
+class CubeModule(torch.nn.Module):
+    def forward(self, x):
+        return cube(x)
+'''
+
+REFERENCE_TEST = '''
+import torch
+from ops import CubeModule
+
+
+def test_cube_matches_reference():
+    x = torch.randn(3, requires_grad=True)
+    CubeModule()(x).sum().backward()
+    assert_verbose_allclose(x.grad, 3 * x.detach() ** 2)
+
+
+def assert_verbose_allclose(a, b):
+    assert torch.allclose(a, b)
+'''
+
+
+def agf301(root: Path) -> list[str]:
+    return sorted(f.function for f in lint_tree(root, ["AGF301"]))
+
+
+def test_reference_test_through_wrappers_counts_deliberate_gradients_need_none(
+        tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(FUNCTIONS)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_ops.py").write_text(REFERENCE_TEST)
+    assert agf301(tmp_path) == ["Square"]
+
+
+def test_a_test_that_only_runs_forward_is_no_reference_test(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(FUNCTIONS)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_ops.py").write_text(
+        REFERENCE_TEST.replace(".sum().backward()", ".sum()"))
+    assert agf301(tmp_path) == ["Cube", "Square"]
+
+
+def test_a_tree_without_tests_cannot_say_what_is_untested(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(FUNCTIONS)
+    assert agf301(tmp_path) == []
+    (tmp_path / "test_other.py").write_text("def test_nothing():\n    pass\n")
+    assert agf301(tmp_path) == ["Cube", "Square"]
