@@ -485,6 +485,6 @@ def statement_keeper(relevance: Relevance, path: str,
         if words is not None and any(name in chunk for name in reachable) and \
                 words.search(chunk) is not None:
             return True
-        return relevance.gradcheck_wanted and checks_gradients(chunk)
+        return relevance.gradcheck_wanted and checks_gradients(chunk, path)
 
     return keep

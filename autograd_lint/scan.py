@@ -14,6 +14,8 @@ import os
 import re
 from typing import NamedTuple
 
+from .files import is_test_path
+
 # Bases end at ")" (or at ":" in a header broken by a missing ")": the file
 # still matters, to report that it does not parse).
 _HEADER = re.compile(rb"class[ \t]+(\w+)[ \t]*\(([^):]*)[):]")
@@ -27,23 +29,33 @@ _FROM_IMPORT = re.compile(rb"[ \t]*from[ \t]+([\w.]+)[ \t]+(import)[ \t]+(\([^)]
 _IMPORT = re.compile(rb"[ \t]*import[ \t]+([^\n#;]*)")
 _NAME = re.compile(rb"[A-Za-z_][\w.]*")
 _GRADCHECK_CALL = re.compile(rb"\b(?:gradcheck|gradgradcheck|opcheck)[ \t]*\(")
-# A reference test (AGF301): differentiates (`.backward(`, `autograd.grad(`)
+# A reference test (AGF301) differentiates (`.backward(`, `autograd.grad(`)
 # and compares (`allclose`, `assert_close`, `assertEqual`, project helpers
-# named like them). Over-approximate: the syntax tree decides.
-_DIFFERENTIATES = re.compile(r"\.backward[ \t]*\(|\bgrad[ \t]*\(")
-_COMPARES = re.compile(r"close|[Ee]qual")
+# named like them). Words found with `in` (a hot path: every file), over-
+# approximate: the syntax tree decides.
+DIFFERENTIATE_WORDS = (".backward", "grad(")
+COMPARE_WORDS = ("close", "qual", "similar", "less", "Less", "greater", "Greater")
+_GRADCHECK_TEXT = re.compile(_GRADCHECK_CALL.pattern.decode())
+_WORDS = {
+    bytes: tuple(tuple(w.encode() for w in words)
+                 for words in (DIFFERENTIATE_WORDS, COMPARE_WORDS)),
+    str: (DIFFERENTIATE_WORDS, COMPARE_WORDS),
+}
 
 
-def checks_gradients(text: str | bytes) -> bool:
-    """Whether source text may check gradients: call gradcheck/gradgradcheck/
-    opcheck, or differentiate and compare as a reference test does."""
-    data = text.encode("latin-1", "replace") if isinstance(text, str) else text
-    if (b"gradcheck" in data or b"opcheck" in data) and _GRADCHECK_CALL.search(data):
+def checks_gradients(text: str | bytes, path: str) -> bool:
+    """Whether source text of the file at `path` (its bytes, or a chunk of
+    its text) may check gradients: call gradcheck/gradgradcheck/opcheck, or,
+    in a test file, differentiate and compare as a reference test does."""
+    differentiates, compares = _WORDS[type(text)]
+    if any(word in text for word in differentiates) and \
+            any(word in text for word in compares) and is_test_path(path):
         return True
-    if b"backward" not in data and b"grad" not in data:
-        return False
-    decoded = data.decode("latin-1")
-    return _COMPARES.search(decoded) is not None and _DIFFERENTIATES.search(decoded) is not None
+    if isinstance(text, bytes):
+        return (b"gradcheck" in text or b"opcheck" in text) and \
+            _GRADCHECK_CALL.search(text) is not None
+    return ("gradcheck" in text or "opcheck" in text) and \
+        _GRADCHECK_TEXT.search(text) is not None
 
 
 class FileScan(NamedTuple):
@@ -135,7 +147,7 @@ def scan_bytes(path: str, data: bytes) -> FileScan:
         headers=_headers(data),
         aliases=_aliases(data) if mentions else frozenset(),
         imports=_imports(data),
-        gradcheck=checks_gradients(data),
+        gradcheck=checks_gradients(data, path),
     )
 
 

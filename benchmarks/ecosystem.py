@@ -24,15 +24,11 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
-import json
-import subprocess
-import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from _packages import download, unpack
-from _timing import tool
 
 HERE = Path(__file__).parent / "ecosystem"
 VERDICTS = HERE / "verdicts.tsv"
@@ -102,37 +98,31 @@ def fingerprint(project: str, path: str, code: str, function: str, source_line: 
 
 
 def lint(project: str, tree: Path) -> tuple[list[Found], int, str]:
-    command = [tool("autograd-lint"), "check", str(tree), "--isolated", "--no-cache",
-               "--format", "json", "--exit-zero"]
-    proc = subprocess.run(command, capture_output=True, text=True)
-    try:
-        rows = json.loads(proc.stdout or "[]")
-    except json.JSONDecodeError:
-        return [], 0, proc.stderr.strip() or "no JSON output"
+    """The default rules over one tree, as `check TREE --isolated` runs them
+    (one pass also lists the Functions found)."""
+    from autograd_lint.engine import SourceInput, lint_inputs
+    from autograd_lint.files import iter_python_files
+    from autograd_lint.registry import default_codes
+
+    codes = default_codes()
+    inputs = [SourceInput(p, p, codes) for p in iter_python_files(tree, lambda p, d: False)]
+    result = lint_inputs(inputs, scan_tree=True, functions=True)
     found: list[Found] = []
     seen: Counter[tuple[str, str, str, str]] = Counter()
     lines_of: dict[str, list[str]] = {}
-    for row in sorted(rows, key=lambda r: (r["path"], r["line"], r["column"], r["code"])):
-        full = Path(row["path"])
-        relative = full.resolve().relative_to(tree.resolve()).as_posix()
+    for finding in result.findings:  # sorted by path and position
+        relative = Path(finding.path).resolve().relative_to(tree.resolve()).as_posix()
         if relative not in lines_of:
-            lines_of[relative] = full.read_text(encoding="utf-8", errors="replace").splitlines()
+            lines_of[relative] = Path(finding.path).read_text(
+                encoding="utf-8", errors="replace").splitlines()
         lines = lines_of[relative]
-        source_line = lines[row["line"] - 1] if 0 < row["line"] <= len(lines) else ""
-        key = (relative, row["code"], row.get("function") or "", source_line.strip())
+        source_line = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
+        key = (relative, finding.code, finding.function or "", source_line.strip())
         seen[key] += 1
-        found.append(Found(project, relative, row["line"], row["code"], row.get("function") or "",
-                           row["message"], fingerprint(project, *key, seen[key])))
-    internal = sum("internal error" in line for line in proc.stderr.splitlines())
-    return found, count_functions(tree), (f"{internal} internal errors" if internal else "")
-
-
-def count_functions(tree: Path) -> int:
-    """Custom Functions in the tree, as the linter's project model finds them."""
-    from autograd_lint.engine import SourceInput, lint_inputs
-
-    inputs = [SourceInput(str(p), str(p), frozenset()) for p in sorted(tree.rglob("*.py"))]
-    return len(lint_inputs(inputs, scan_tree=True, functions=True).functions)
+        found.append(Found(project, relative, finding.line, finding.code, finding.function or "",
+                           finding.message, fingerprint(project, *key, seen[key])))
+    note = f"{len(result.errors)} files not checked" if result.errors else ""
+    return found, len(result.functions), note
 
 
 def read_verdicts() -> dict[str, tuple[str, str]]:
@@ -238,7 +228,6 @@ def main() -> None:
                     writer.writerow([*item.row(), str(args.dir / "src")])
     if args.update:
         write_findings(found)
-    sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from autograd_lint.analysis.function_facts import FunctionFacts
+from autograd_lint.analysis.function_facts import FunctionFacts, only_raises
 from autograd_lint.analysis.torch_api import SPECIAL_METHODS
 from autograd_lint.fixes import add_staticmethod
 from autograd_lint.project import CTX_PARAM_NAMES, FunctionClass, Method
@@ -74,7 +74,7 @@ class StructureChecker(Checker):
             return
         if fn.method("backward") is not None or fn.method("vjp") is not None:
             return
-        if _only_raises_not_implemented(forward.node) or facts.outputs_non_differentiable:
+        if only_raises(forward.node, "NotImplementedError") or facts.outputs_non_differentiable:
             return
         self.reporter.add("AGF106", fn.node, function=fn.name, name=fn.name)
 
@@ -155,13 +155,3 @@ class StructureChecker(Checker):
                     problem=f"vmap returns {len(out_dims.elts)} out_dims but forward returns "
                             f"{plural(outputs, 'output')}",
                     fix="give one out_dim per output")
-
-
-def _only_raises_not_implemented(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    body = [s for s in node.body if not (isinstance(s, ast.Expr) and
-                                         isinstance(s.value, ast.Constant))]
-    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
-        return False
-    exc = body[0].exc
-    name = exc.func if isinstance(exc, ast.Call) else exc
-    return isinstance(name, ast.Name) and name.id == "NotImplementedError"

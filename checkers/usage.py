@@ -10,12 +10,13 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from autograd_lint.analysis.function_facts import FunctionFacts
+from autograd_lint.analysis.function_facts import FunctionFacts, only_raises
 from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
+from autograd_lint.files import is_test_path
 from autograd_lint.fixes import instance_call_to_apply
 from autograd_lint.model import ClassInfo, FunctionNode, ModuleInfo, Scope, plain_name
 from autograd_lint.project import GRADCHECK_READS, FunctionClass, Project, Resolved
-from autograd_lint.scan import checks_gradients
+from autograd_lint.scan import COMPARE_WORDS, checks_gradients
 
 from .base import Checker, source_text
 
@@ -23,7 +24,7 @@ _DIRECT_METHODS = frozenset({"forward", "backward", "vjp", "jvp"})
 _GRADCHECKS = frozenset({"gradcheck", "gradgradcheck", "opcheck"})
 _GRAD_ENABLED = frozenset({"torch.is_grad_enabled", "torch._C.is_grad_enabled",
                            "torch.autograd.grad_mode.is_grad_enabled"})
-_MAX_DEPTH = 8
+_MAX_DEPTH = 6
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,11 @@ class UsageChecker(Checker):
         facts = fn.facts
         if facts.outputs_non_differentiable or facts.deliberate_gradient is not None:
             return  # backward never runs, or differs from the derivative on purpose
+        backward = fn.method("backward") or fn.method("vjp")
+        if backward is not None and backward.node is not None and only_raises(backward.node):
+            return  # inference only: there is no gradient to check
+        if is_test_path(fn.module.path):
+            return  # a test's own Function (a double, a fixture) is what tests use
         self.reporter.add("AGF301", fn.node, function=fn.name, name=fn.name)
 
 
@@ -227,7 +233,7 @@ def gradchecked(project: Project) -> set[tuple[str, str]]:
             project.reads.read(GRADCHECK_READS)
             cached: set[ClassInfo] = set()
             for module in project.modules:
-                if not checks_gradients(module.source):
+                if not checks_gradients(module.source, module.path):
                     continue
                 project.read(module)
                 for test, scope in _reference_tests(module, project):
@@ -254,49 +260,41 @@ _GRADCHECK_WORDS = ("gradcheck", "opcheck")
 
 def _reference_tests(module: ModuleInfo, project: Project
                      ) -> Iterator[tuple[FunctionNode, Scope]]:
-    """Defs outside Function classes that differentiate (`.backward(`,
-    `torch.autograd.grad(`) and compare (`allclose`, `assert_close`,
-    `assertEqual` and project helpers named like them): reference tests."""
-    function_classes = {id(info.node) for info in module.classes if info in project.functions}
-    stack: list[ast.AST] = list(module.tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.ClassDef):
-            if id(node) not in function_classes:
-                stack.extend(node.body)
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if _differentiates_and_compares(node):
-                yield node, module.scopes.get(id(node), module.scope)
-            else:
-                stack.extend(node.body)  # a nested def may be the test
-        elif isinstance(node, (ast.If, ast.Try, ast.With)):
-            stack.extend(ast.iter_child_nodes(node))
-
-
-def _differentiates_and_compares(node: FunctionNode) -> bool:
-    differentiates = compares = False
-    for call in ast.walk(node):
-        if not isinstance(call, ast.Call):
+    """The defs of a test file, outside Function classes, that differentiate
+    (`.backward(`, `torch.autograd.grad(`) and compare (`allclose`,
+    `assert_close`, `assertEqual` and project helpers named like them)."""
+    if not is_test_path(module.path):
+        return
+    differentiating: dict[int, Site] = {}
+    comparing: set[int] = set()
+    for call, site in CallSites(module, project, _REFERENCE_WORDS):
+        if site.function is None or site.in_function_class:
             continue
         func = call.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if name == "backward" and isinstance(func, ast.Attribute) or name == "grad" and \
-                isinstance(func, ast.Attribute) and "autograd" in ast.unparse(func.value):
-            differentiates = True
+        if isinstance(func, ast.Attribute) and (
+                name == "backward" or name == "grad" and "autograd" in ast.unparse(func.value)):
+            differentiating[id(site.function)] = site
         elif _is_comparison(name):
-            compares = True
-        if differentiates and compares:
-            return True
-    return False
+            comparing.add(id(site.function))
+    for key, site in differentiating.items():
+        if key in comparing:
+            assert site.function is not None
+            yield site.function, site.scope
+
+
+# A statement of a reference test names one of these (CallSites skips the rest).
+_REFERENCE_WORDS = ("backward", "grad", *COMPARE_WORDS)
 
 
 def _is_comparison(name: str) -> bool:
     """`torch.allclose`, `torch.testing.assert_close`, `self.assertEqual`,
-    `np.testing.assert_allclose`, `assert_verbose_allclose`, `gems_assert_close`."""
+    `np.testing.assert_allclose`, `assert_verbose_allclose`, `gems_assert_close`,
+    `assert_similar`, `self.assertLess(error, tol)`."""
     lowered = name.lower()
     return "allclose" in lowered or "isclose" in lowered or lowered == "equal" or \
-        "assert" in lowered and ("close" in lowered or "equal" in lowered)
+        "similar" in lowered or "assert" in lowered and any(
+            word in lowered for word in ("close", "equal", "less", "greater"))
 
 
 class _CalledAtOnce:
@@ -367,14 +365,7 @@ class _Exercised:
         if isinstance(node, ast.Name) and site.function is not None:
             local = self._local(site.function).get(node.id)
             if local is not None:
-                bindings, is_param = local
-                found: set[ClassInfo] = set()
-                for expr in bindings:
-                    found |= self.keys(expr, site, depth + 1)
-                if is_param:  # a pytest parameter: the values listed in the decorators
-                    for decorator in site.function.decorator_list:
-                        found |= self.keys(decorator, site, depth + 1)
-                return found
+                return self._local_value(node.id, local, site, depth)
         found = set()
         qualified_names = site.scope.resolve_all(node)
         for qualified in qualified_names:
@@ -384,17 +375,27 @@ class _Exercised:
         if qualified_names == [None] and isinstance(node, ast.Name) and \
                 node.id in self.module.defs:
             # A def of this module (a def binds no name that resolves).
-            found |= self._same_module_def(node.id, depth)
+            found |= self._reached(Resolved(f"{self.module.module_name}.{node.id}",
+                                            self.module), depth)
         return found
 
-    def _same_module_def(self, name: str, depth: int) -> set[ClassInfo]:
-        key = (self.module.path, f"<def>{name}")
+    def _local_value(self, name: str, local: tuple[list[ast.AST], bool], site: Site,
+                     depth: int) -> set[ClassInfo]:
+        """What a def's local name may apply, once per def and name (a long
+        test binds names from names: followed again each time, the chains
+        grow exponentially)."""
+        assert site.function is not None
+        key = (self.module.path, f"<local {id(site.function)}>{name}")
         if key not in self.memo:
             self.memo[key] = set()  # a cycle through this name adds nothing
-            definition = self.module.defs[name]
-            scope = self.module.scopes.get(id(definition), self.module.scope)
-            self.memo[key] = self.keys(definition, Site(scope, definition, False, False),
-                                       depth + 1)
+            bindings, is_param = local
+            found: set[ClassInfo] = set()
+            for expr in bindings:
+                found |= self.keys(expr, site, depth + 1)
+            if is_param:  # a pytest parameter: the values listed in the decorators
+                for decorator in site.function.decorator_list:
+                    found |= self.keys(decorator, site, depth + 1)
+            self.memo[key] = found
         return self.memo[key]
 
     def _reached(self, resolved: Resolved, depth: int) -> set[ClassInfo]:

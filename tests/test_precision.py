@@ -24,37 +24,44 @@ def codes_by_function(code: str, codes: tuple[str, ...] | None = None) -> dict[s
 
 
 # -- the event: writes the call rules out ----------------------------------------------
-def test_alias_chosen_by_a_caller_flag_is_no_write_but_an_unconditional_one_is() -> None:
+def test_a_branch_on_the_flag_that_chose_an_alias_knows_which_tensor_it_is() -> None:
     found = codes_by_function('''
-        class OptIn(Function):
+        class Decided(Function):
             @staticmethod
-            def forward(ctx, x, w, in_place=False):
-                ctx.in_place = in_place
-                ctx.save_for_backward(x, w)
-                return x * w
+            def forward(ctx, x, w, inplace=False):
+                ctx.inplace = inplace
+                out = x if inplace else torch.empty_like(x)
+                if not inplace:
+                    out.copy_(x * w)
+                ctx.save_for_backward(w)
+                return out
 
             @staticmethod
             def backward(ctx, dy):
-                x, w = ctx.saved_tensors
-                dx = dy if ctx.in_place else torch.empty_like(dy)
-                dx.copy_(dy * w)
+                (w,) = ctx.saved_tensors
+                dx = dy if ctx.inplace else torch.empty_like(dy)
+                if not ctx.inplace:
+                    dx.copy_(dy * w)
                 return dx, None, None
 
-        class Always(Function):
+        class Undecided(Function):
             @staticmethod
-            def forward(ctx, x, w):
-                ctx.save_for_backward(x, w)
+            def forward(ctx, x, w, inplace=False):
+                ctx.inplace = inplace
+                ctx.save_for_backward(w)
                 return x * w
 
             @staticmethod
             def backward(ctx, dy):
-                x, w = ctx.saved_tensors
-                dx = dy if dy.is_contiguous() else dy.contiguous()
+                (w,) = ctx.saved_tensors
+                dx = dy if ctx.inplace else torch.empty_like(dy)
                 dx.copy_(dy * w)
-                return dx, None
+                if ctx.inplace:
+                    dx.mul_(2)
+                return dx, None, None
     ''')
-    assert "OptIn" not in found
-    assert found["Always"] == ["AGF006"]
+    assert "Decided" not in found
+    assert found["Undecided"] == ["AGF006", "AGF006"]
 
 
 def test_tuple_concatenation_is_no_inplace_change() -> None:
@@ -333,3 +340,88 @@ def test_a_tree_without_tests_cannot_say_what_is_untested(tmp_path: Path) -> Non
     assert agf301(tmp_path) == []
     (tmp_path / "test_other.py").write_text("def test_nothing():\n    pass\n")
     assert agf301(tmp_path) == ["Cube", "Square"]
+
+
+MORE_FUNCTIONS = '''
+import torch
+from torch.autograd import Function
+
+
+class ToFP8(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.to(torch.float8_e4m3fn).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class FireHooks(Function):
+    @staticmethod
+    def forward(ctx, *args):
+        return args
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return grads
+
+
+class InferenceOnly(Function):
+    @staticmethod
+    def forward(ctx, q, k):
+        return q @ k
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("inference only")
+
+
+class Scale(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+
+class Shift(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x + 1
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+'''
+
+SIMILARITY_TEST = '''
+import torch
+from ops import Scale
+
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_scale():
+    x = torch.randn(3, requires_grad=True)
+    Scale.apply(x).sum().backward()
+    assert_similar(x.grad, torch.full_like(x, 3.0))
+'''
+
+
+def test_casts_varargs_identity_raising_backwards_test_doubles_and_similarity(
+        tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(MORE_FUNCTIONS)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_ops.py").write_text(SIMILARITY_TEST)
+    assert agf301(tmp_path) == ["Shift"]

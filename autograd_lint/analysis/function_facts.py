@@ -62,8 +62,7 @@ class FunctionFacts:
                 continue
             facts = self._compute(method, saved=False)
             for ret in facts.returns if facts else ():
-                values = ret.value.elems if ret.value.elems is not None and \
-                    not ret.value.is_list else (ret.value,) if ret.value.single else ()
+                values = _returned_gradients(ret.value) or ()
                 for name, value in zip(names, values, strict=False):
                     if value.kind is Kind.TENSOR and not value.literal:
                         found.add(name)
@@ -148,8 +147,10 @@ class FunctionFacts:
             for arg, value in zip(params[2:], self.inputs.values(), strict=False):
                 initial[arg.arg] = value
         else:
-            for arg in params:
-                initial[arg.arg] = Value()
+            scope = method.owner.info.scope
+            for arg in params:  # a helper method: what its annotations say
+                initial[arg.arg] = Value() if arg.annotation is None else \
+                    Value(_annotation_kind(arg.annotation, scope))
         return self._interpret(method, initial, layout)
 
     def _interpret(self, method: Method, initial: dict[str, Value],
@@ -281,12 +282,9 @@ class FunctionFacts:
             if not facts.returns:
                 return False
             for ret in facts.returns:
-                elems = ret.value.elems
-                if elems is None or ret.value.is_list:
-                    value = ret.value if index == 0 and len(names) == 1 else None
-                else:
-                    value = elems[index] if index < len(elems) else None
-                if value is None or value.kind is not Kind.NONE:
+                gradients = _returned_gradients(ret.value)
+                if gradients is None or index >= len(gradients) or \
+                        gradients[index].kind is not Kind.NONE:
                     return False
         return True
 
@@ -301,7 +299,10 @@ class FunctionFacts:
         forward = self.fn.forward
         if forward is None or forward.node is None:
             return None
-        shape = _ForwardShape(forward.node, {arg.arg for arg in self.fn.inputs})
+        inputs = {arg.arg for arg in self.fn.inputs}
+        if forward.vararg is not None:  # `return args`: the inputs themselves
+            inputs.add(forward.vararg.arg)
+        shape = _ForwardShape(forward.node, inputs)
         returns = [node.value for node in ast.walk(forward.node)
                    if isinstance(node, ast.Return) and node.value is not None]
         if not returns:
@@ -360,6 +361,12 @@ _PIECEWISE_CONSTANT = frozenset({"round", "floor", "ceil", "sign", "trunc", "fix
                                  "heaviside", "round_", "floor_", "ceil_", "sign_", "trunc_",
                                  "bernoulli_"})
 _CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "to", "type_as", "type"})
+
+
+def _low_precision(node: ast.expr) -> bool:
+    """`torch.float8_e4m3fn`, `torch.int8`, `torch.uint8`: few representable values."""
+    last = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    return last.startswith(("float8", "int", "uint"))
 
 
 class _ForwardShape:
@@ -422,12 +429,35 @@ class _ForwardShape:
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if name in _PIECEWISE_CONSTANT:
             return True
+        if name == "to" and any(_low_precision(a) for a in (*expr.args,
+                                                            *(k.value for k in expr.keywords))):
+            return True  # a cast to float8 or an integer type is a staircase too
         if name in _CONVERSIONS | _SAME_VALUES and isinstance(func, ast.Attribute):
             receiver = func.value
             return isinstance(receiver, ast.Compare) or self._piecewise(receiver, depth + 1)
         if name in ("clamp", "clip") and isinstance(func, ast.Attribute):
             return self._piecewise(func.value, depth + 1)
         return False
+
+
+def only_raises(node: ast.FunctionDef | ast.AsyncFunctionDef, exception: str | None = None
+                ) -> bool:
+    """A body (docstring aside) that only raises (`exception`, when given)."""
+    body = [s for s in node.body if not (isinstance(s, ast.Expr) and
+                                         isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    name = exc.func if isinstance(exc, ast.Call) else exc
+    return exception is None or isinstance(name, ast.Name) and name.id == exception
+
+
+def _returned_gradients(value: Value) -> tuple[Value, ...] | None:
+    """What a backward `return` hands autograd, by input position (None:
+    a form of unknown length)."""
+    if value.elems is not None and not value.is_list:
+        return value.elems
+    return (value,) if value.arity() == 1 else None
 
 
 def _ctx_attr(node: ast.expr, ctx: str | None) -> str | None:

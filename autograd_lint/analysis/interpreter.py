@@ -461,9 +461,13 @@ class Interpreter:
         return None
 
     def s_If(self, node: ast.If, state: State) -> State | None:
-        self.expr(node.test, state)
-        return join_states([self.block(node.body, state.copy()),
-                            self.block(node.orelse, state.copy())])
+        test = self.expr(node.test, state)
+        body, orelse = state.copy(), state.copy()
+        flag = self._caller_flag(node.test, test)
+        if flag is not None:  # `if not inplace:` knows what `x if inplace else y` is
+            _assume(body, flag[0], not flag[1])
+            _assume(orelse, flag[0], flag[1])
+        return join_states([self.block(node.body, body), self.block(node.orelse, orelse)])
 
     def s_Assert(self, node: ast.Assert, state: State) -> State:
         self.expr(node.test, state)
@@ -837,24 +841,27 @@ class Interpreter:
         assert joined is not None
         state.vars, state.facts = joined.vars, joined.facts
         value = join(left, right)
-        if self._caller_flag(node.test, test):
-            # `dx = dy if inplace else torch.empty_like(dy)`: the alias exists
-            # only when a caller opts in, which no call here is known to do
-            # (RULES.md, Precision first: the event). Aliases both branches
-            # share remain.
-            value = replace(value, roots=left.roots & right.roots)
+        flag = self._caller_flag(node.test, test)
+        if flag is not None:
+            # `out = x if inplace else torch.empty_like(x)`: a later branch on
+            # the same flag decides which one `out` is (RULES.md, the event).
+            text, negated = flag
+            when_true, when_false = (right, left) if negated else (left, right)
+            value = replace(value, decided_by=(text, when_true.roots, when_false.roots))
         return value
 
-    def _caller_flag(self, test: ast.expr, value: Value) -> bool:
-        """A test on a flag the caller chooses: a parameter or ctx attribute
-        (or its negation) that is not a tensor."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test = test.operand
-        if not isinstance(test, (ast.Name, ast.Attribute)) or value.kind.holds_tensor:
-            return False
-        if isinstance(test, ast.Attribute):
-            return value.src is not None and value.src.startswith("ctx.")
-        return test.id in self._parameters
+    def _caller_flag(self, test: ast.expr, value: Value) -> tuple[str, bool] | None:
+        """(the flag's text, negated) for a test on a flag the caller chooses:
+        a parameter or ctx attribute (or its negation) that is not a tensor."""
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        flag = test.operand if negated else test  # type: ignore[attr-defined]
+        if value.kind.holds_tensor:
+            return None
+        if isinstance(flag, ast.Name) and flag.id in self._parameters or \
+                isinstance(flag, ast.Attribute) and isinstance(flag.value, ast.Name) and \
+                self.initial.get(flag.value.id, UNKNOWN).src == "ctx":
+            return ast.unparse(flag), negated
+        return None
 
 
     def e_BoolOp(self, node: ast.BoolOp, state: State) -> Value:
@@ -1358,6 +1365,15 @@ class Interpreter:
                 (last.endswith("_like") and first.integral and "dtype" not in kwargs)
             return Value(Kind.TENSOR, integral=integral)
         return UNKNOWN
+
+
+def _assume(state: State, flag: str, truth: bool) -> None:
+    """In a branch where `flag` is known `truth`: names bound to `a if flag
+    else b` are `a` (or `b`) there."""
+    for name, value in state.vars.items():
+        decided = value.decided_by
+        if decided is not None and decided[0] == flag:
+            state.vars[name] = replace(value, roots=decided[1] if truth else decided[2])
 
 
 def saved_tensors_value(layout: tuple[Value, ...] | None) -> Value:

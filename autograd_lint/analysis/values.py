@@ -70,6 +70,9 @@ class Value:
     view: bool = False  # a view of (or the same tensor as) its roots, made by a view op
     integral: bool = False  # an integer or bool tensor (indices, masks): no gradient
     detached: bool = False  # a copy made with `.detach()` in this method
+    # `x if flag else y` on a caller's flag: (the flag's text, the roots when it
+    # is true, when it is false), so that a branch on the same flag knows which.
+    decided_by: tuple[str, frozenset[str], frozenset[str]] | None = None
 
     @property
     def is_none(self) -> bool:
@@ -154,6 +157,7 @@ def join(a: Value, b: Value) -> Value:
         view=a.view or b.view,
         integral=_joined_flag(a, b, "integral"),
         detached=_joined_flag(a, b, "detached"),
+        decided_by=a.decided_by if a.decided_by == b.decided_by else None,
     )
 
 
