@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .files import is_test_path
+from .files import ProjectRoots, is_test_path
 from .findings import Finding, sort_findings
 from .model import ModuleInfo, ModuleNamer, build_module
 from .noqa import filter_findings
@@ -396,9 +396,13 @@ class _Run:
                  jobs: int | None, cache: Cache | None = None) -> None:
         self.inputs = inputs
         self.scan_tree = scan_tree
-        # AGF301 asks whether the tree's tests check a Function: a tree that
-        # ships no tests (a wheel, a package without its test suite) cannot say.
-        self.has_tests = scan_tree and any(is_test_path(i.path) for i in inputs)
+        # AGF301 asks whether a project's tests check a Function: a project
+        # scanned without its tests (a wheel, a package without its test
+        # suite) cannot say. The roots of the projects whose tests were scanned.
+        self.project_roots = ProjectRoots()
+        self.tested_projects = frozenset(
+            self.project_roots.of(i.path) for i in inputs if is_test_path(i.path)
+        ) if scan_tree else frozenset()
         self.prefilter = prefilter
         self.jobs = jobs
         self.cache = cache
@@ -798,7 +802,8 @@ class _Run:
                 parsed.append(entry)
         self._in_project = {p.source.path for p in parsed if p.module is not None}
         self.project = Project([p.module for p in parsed if p.module is not None],
-                               scan_tree=self.scan_tree, has_tests=self.has_tests,
+                               scan_tree=self.scan_tree,
+                               tested_projects=(self.project_roots, self.tested_projects),
                                loader=self,
                                candidates=self.relevance.candidates,
                                lazy=self._checking is not None)

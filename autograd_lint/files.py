@@ -92,3 +92,37 @@ def is_test_path(path: str) -> bool:
     name = parts[-1]
     return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" \
         or any(part in _TEST_FOLDERS for part in parts[:-1])
+
+
+
+# What marks the root of a project (ruff's and pytest's roots are found so).
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+class ProjectRoots:
+    """The root of the project each file belongs to: its nearest folder
+    holding a pyproject.toml, setup.py, setup.cfg or .git (None: none above
+    it). Each folder is looked at once."""
+
+    def __init__(self) -> None:
+        self._roots: dict[str, str | None] = {}
+
+    def of(self, path: str) -> str | None:
+        folder = os.path.dirname(os.path.abspath(path))
+        seen: list[str] = []
+        root: str | None = None
+        while True:
+            if folder in self._roots:
+                root = self._roots[folder]
+                break
+            seen.append(folder)
+            if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
+                root = folder
+                break
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+        for visited in seen:
+            self._roots[visited] = root
+        return root

@@ -21,6 +21,7 @@ from .model import ClassInfo, FunctionNode, ModuleInfo, parameter_defaults
 if TYPE_CHECKING:
     from .analysis.effects import Effects
     from .analysis.function_facts import FunctionFacts
+    from .files import ProjectRoots
 
 _MAX_REEXPORT_HOPS = 8
 # Read by every analysis that asks which Functions some gradcheck exercises:
@@ -255,14 +256,16 @@ class Project:
     """
 
     def __init__(self, modules: list[ModuleInfo], *, scan_tree: bool = False,
-                 has_tests: bool = True, loader: ModuleLoader | None = None,
+                 tested_projects: tuple[ProjectRoots, frozenset[str | None]] | None = None,
+                 loader: ModuleLoader | None = None,
                  candidates: frozenset[str] | None = None, lazy: bool = False) -> None:
         self.modules = modules
         # A scan of a whole tree (directories given): project-level rules
         # such as AGF301 only make sense then.
         self.scan_tree = scan_tree
-        # The scanned tree holds tests (AGF301 can then say what they check).
-        self.has_tests = has_tests
+        # The roots of the projects whose test files were scanned (None: not
+        # known, assume every project's tests were), for AGF301's `has_tests`.
+        self.tested_projects = tested_projects
         # Modules not parsed up front are loaded when a name that may be a
         # Function (one of `candidates`) resolves into them.
         self.loader = loader
@@ -287,6 +290,14 @@ class Project:
             self._register(module)
         self._build()
         self._built = True
+
+    def has_tests(self, module: ModuleInfo) -> bool:
+        """Whether the project `module` belongs to (see files.ProjectRoots;
+        files without a marked root form one project) was scanned with tests."""
+        if self.tested_projects is None:
+            return True
+        roots, tested = self.tested_projects
+        return roots.of(module.path) in tested
 
     # -- resolution ------------------------------------------------------------
     def resolve(self, name: str | None, origin: ModuleInfo, *,

@@ -31,7 +31,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench_corpus import PACKAGES, download, unpack
+from _packages import download, unpack
+from bench_corpus import PACKAGES
+
+from autograd_lint.files import PROJECT_MARKERS
 
 Row = tuple[int, int, str, str]
 
@@ -53,8 +56,11 @@ def lint(root: Path, paths: list[str], codes: frozenset[str]) -> dict[str, set[R
 
 def copy_project(source: Path, target: Path, packages: bool) -> None:
     def ignore(directory: str, names: list[str]) -> set[str]:
+        # Python files, and what marks a project's root (AGF301 asks whether
+        # a project was scanned with its tests).
         return {name for name in names
-                if (not name.endswith(".py") and not Path(directory, name).is_dir())
+                if (not name.endswith(".py") and not Path(directory, name).is_dir()
+                    and name not in PROJECT_MARKERS)
                 or (not packages and name == "__init__.py")}
 
     shutil.copytree(source, target, ignore=ignore)

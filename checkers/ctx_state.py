@@ -65,8 +65,10 @@ class CtxStateChecker(Checker):
     def agf001_ctx_tensor_attribute(self, fn: FunctionClass, facts: FunctionFacts,
                                     store: CtxStore) -> None:
         value = store.value
-        if value.src == "rng" or value.kind in (Kind.NONE, Kind.NONTENSOR) or value.integral:
-            return  # integer tensors (indices, offsets): no gradient, no graph to keep
+        if value.src == "rng" or value.kind in (Kind.NONE, Kind.NONTENSOR):
+            return
+        if value.integral and (value.src or "").startswith("input:"):
+            return  # an index input (`cu_seqlens`): no gradient, no graph; masks are reported
         holds_tensor = value.kind.holds_tensor or (
             value.kind is Kind.UNKNOWN and not value.seq
             and store.attr in facts.ctx_attrs_used_as_tensors)
@@ -121,7 +123,7 @@ class CtxStateChecker(Checker):
             method_facts = facts.facts(name)
             # The interpreter's in-place changes (no facts: assume the worst).
             mutated = _reached_by(method_facts.of(Mutation)) if method_facts else None
-            for node in _data_of_tensors(method_facts):
+            for node in _data_of_tensors(method_facts, facts.ctx_tensor_attrs):
                 if isinstance(node.value, ast.Name) and (node.value.id == ctx or
                                                          node.value.id in _CTX_LIKE_NAMES):
                     continue
@@ -262,15 +264,18 @@ def _span(node: ast.expr) -> tuple[int, int]:
     return (-(node.col_offset), (node.end_col_offset or 0))
 
 
-def _data_of_tensors(method_facts: MethodFacts | None) -> list[ast.Attribute]:
+def _data_of_tensors(method_facts: MethodFacts | None,
+                     ctx_tensors: frozenset[str]) -> list[ast.Attribute]:
     """`.data` accesses whose receiver has tensor evidence (RULES.md: a
-    project class or container with a `data` attribute is no tensor), once
-    each, in source order."""
+    project class or container with a `data` attribute is no tensor), a ctx
+    attribute forward set to a tensor included, once each, in source order."""
     if method_facts is None:
         return []
     found: dict[int, ast.Attribute] = {}
     for access in method_facts.of(DataAccess):
-        if access.base.kind in (Kind.TENSOR, Kind.TENSORISH):
+        base = access.base
+        if base.kind in (Kind.TENSOR, Kind.TENSORISH) or \
+                (base.src or "").startswith("ctx.") and base.src[4:] in ctx_tensors:
             found[id(access.node)] = access.node
     return sorted(found.values(), key=lambda n: (n.lineno, n.col_offset))
 

@@ -169,7 +169,7 @@ class UsageChecker(Checker):
             called = _CalledAtOnce(module.tree)
             for call, site in CallSites(module, self.project, _names_used(module)):
                 self.agf105_function_instantiated(module, call, site, called)
-        if self.enabled("AGF301") and self.project.scan_tree and self.project.has_tests:
+        if self.enabled("AGF301") and self.project.scan_tree and self.project.has_tests(module):
             exercised = gradchecked(self.project)
             for fn in self.project.functions_in(module):
                 self.agf301_no_gradcheck(fn, exercised)
@@ -212,8 +212,6 @@ class UsageChecker(Checker):
         backward = fn.method("backward") or fn.method("vjp")
         if backward is not None and backward.node is not None and only_raises(backward.node):
             return  # inference only: there is no gradient to check
-        if is_test_path(fn.module.path):
-            return  # a test's own Function (a double, a fixture) is what tests use
         self.reporter.add("AGF301", fn.node, function=fn.name, name=fn.name)
 
 
@@ -369,7 +367,10 @@ class _Exercised:
         found = set()
         qualified_names = site.scope.resolve_all(node)
         for qualified in qualified_names:
-            resolved = self.project.resolve(qualified, self.module)
+            # Loaded when the path leads there: a wrapper module that names no
+            # Function is not parsed up front, and the prefilter must not change
+            # what a test reaches.
+            resolved = self.project.resolve(qualified, self.module, load=True)
             if resolved is not None:
                 found |= self._reached(resolved, depth)
         if qualified_names == [None] and isinstance(node, ast.Name) and \

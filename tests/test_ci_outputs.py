@@ -39,6 +39,8 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "ops.py").write_text(BUGGY, encoding="utf-8")
+    # Scanned with a test of its own: AGF301 asks what tests check.
+    (tmp_path / "src" / "test_smoke.py").write_text("def test_imports():\n    pass\n")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

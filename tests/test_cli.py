@@ -60,6 +60,8 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "pkg" / "leaky.py").write_text(LEAKY)
     (tmp_path / "pkg" / "clean.py").write_text(CLEAN)
     (tmp_path / "pkg" / "notes.txt").write_text(LEAKY)
+    # A project scanned with a test of its own: AGF301 asks what tests check.
+    (tmp_path / "pkg" / "test_smoke.py").write_text("def test_imports():\n    pass\n")
     for skipped in (".git", ".venv", "build", "node_modules", "__pycache__"):
         (tmp_path / skipped).mkdir()
         (tmp_path / skipped / "leaky.py").write_text(LEAKY)

@@ -53,11 +53,12 @@ def test_fix_safety_section_matches_the_registry(code: str) -> None:
 
 
 def run_example(code: str, section: str, tmp_path: Path) -> list:
-    """Lint a page's code block; project-level rules see it as a one-file tree."""
+    """Lint a page's code block; project-level rules see it as a one-file tree
+    (a test file: AGF301 asks what a project's tests check)."""
     source = code_block(page(code), section)
     codes = DEFAULT_CODES | {code}
     if code in PROJECT_RULES:
-        (tmp_path / "example.py").write_text(source)
+        (tmp_path / "test_example.py").write_text(source)
         return lint_tree(tmp_path, codes)
     return lint(source, codes=codes)
 
@@ -89,7 +90,7 @@ def dynamic_examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[
         (folder / f"example_{code}.py").write_text(code_block(page(code), "## Example"))
         (folder / f"fixed_{code}.py").write_text(code_block(page(code), "## Use instead"))
     proc = subprocess.run([sys.executable, "-m", "autograd_lint", "check", str(folder),
-                           "--isolated", "--no-cache", "--dynamic", "--select", "AGD",
+                           "--isolated", "--no-cache", "--dynamic", "--select", "AGD,AGD015",
                            "--format", "json", "--jobs", "2"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode in (0, 1), proc.stderr

@@ -77,6 +77,17 @@ def test_each_rule_fires_on_its_bug_and_only_there(name: str, agd_cases) -> None
     assert reported.get(name, set()) == EXPECTED[name]
 
 
+def test_deliberate_custom_gradients_are_not_held_to_finite_differences() -> None:
+    # Gradient reversal, clipping and a straight-through estimator differ from
+    # the derivative on purpose; a wrong backward is still AGD001.
+    _, findings, _ = dynamic("--select", "AGD", "--device", "cpu",
+                             str(DYNAMIC / "deliberate_gradients.py"))
+    reported = by_function(findings)
+    assert all("AGD001" not in reported.get(name, set())
+               for name in ("GradientReversal", "ClippedGradient", "StraightThroughRound"))
+    assert reported["WrongSquare"] == {"AGD001"}
+
+
 def test_every_dynamic_rule_is_exercised() -> None:
     from autograd_lint.registry import DYNAMIC_CODES
 

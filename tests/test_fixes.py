@@ -175,13 +175,13 @@ def test_agf101_pads_with_none_only_inputs_that_cannot_need_a_gradient(
 
 
 def test_the_data_fix_makes_no_new_finding_appear(tmp_path: Path, capsys) -> None:
-    """`.data` is tensor evidence as `.detach()` is: fixing AGF008 leaves
-    AGF001 as it was (it was reported before the fix, not after)."""
+    """Fixing AGF008 leaves AGF001 as it was (it was reported before the
+    fix, not after): `.detach()` adds no finding `.data` did not have."""
     path = tmp_path / "ops.py"
     path.write_text(HEADER + textwrap.dedent('''\
         class Mix(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, x, y):
+            def forward(ctx, x, y: torch.Tensor):
                 ctx.y = y
                 return x * y.data
 

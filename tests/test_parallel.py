@@ -117,6 +117,7 @@ def test_a_base_knows_its_subclasses_in_another_part(tmp_path: Path, small_parts
             def backward(ctx, grad):
                 return grad * 2
         '''))
+    (tmp_path / "test_smoke.py").write_text("def test_imports():\n    pass\n")
     serial, parallel = run(tmp_path, jobs=1), run(tmp_path, jobs=2)
     assert parallel.workers == 2
     assert rows(parallel) == rows(serial)

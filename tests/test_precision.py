@@ -163,9 +163,20 @@ def test_returned_number_and_integer_tensor_on_ctx_are_silent_a_float_input_is_n
             @staticmethod
             def backward(ctx, g):
                 return g * ctx.state, g
+
+        class KeepsMask(Function):
+            @staticmethod
+            def forward(ctx, x: torch.Tensor):
+                ctx.mask = x > 0
+                return x.clamp(min=0)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.mask
     ''')
     assert "PassesCount" not in found and "Offsets" not in found
     assert found["KeepsInput"] == ["AGF001"]
+    assert found["KeepsMask"] == ["AGF001"]  # a computed mask is activation-sized
 
 
 # -- the harm: consequences that can arise ----------------------------------------------
@@ -402,16 +413,6 @@ import torch
 from ops import Scale
 
 
-class Double(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-
-
 def test_scale():
     x = torch.randn(3, requires_grad=True)
     Scale.apply(x).sum().backward()
@@ -419,7 +420,7 @@ def test_scale():
 '''
 
 
-def test_casts_varargs_identity_raising_backwards_test_doubles_and_similarity(
+def test_casts_varargs_identity_raising_backwards_and_similarity(
         tmp_path: Path) -> None:
     (tmp_path / "ops.py").write_text(MORE_FUNCTIONS)
     (tmp_path / "tests").mkdir()

@@ -14,7 +14,7 @@ from functools import cached_property
 
 from ..project import FunctionClass, Method
 from . import torch_api as api
-from .interpreter import FROM_GRAD, CtxCall, Interpreter, MethodFacts
+from .interpreter import FROM_GRAD, CtxCall, CtxStore, Interpreter, MethodFacts
 from .values import Kind, Value, join
 
 
@@ -327,6 +327,13 @@ class FunctionFacts:
                 elif (attr := _ctx_attr(node, ctx)) is not None:
                     names.add(f"ctx.{attr}")
         return frozenset(names)
+
+    @cached_property
+    def ctx_tensor_attrs(self) -> frozenset[str]:
+        """ctx attributes forward / setup_context set to tensor-valued values."""
+        return frozenset(store.attr for name in ("forward", "setup_context")
+                         for store in (self.facts(name).of(CtxStore) if self.facts(name) else ())
+                         if store.value.kind.holds_tensor)
 
     @cached_property
     def ctx_attrs_used_as_tensors(self) -> frozenset[str]:
