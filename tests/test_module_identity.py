@@ -495,7 +495,11 @@ def test_a_tree_split_into_folders_reports_the_union_of_the_folders(
     so a run) must not change any file's findings."""
     root = tmp_path_factory.mktemp("split")
     for number, files in enumerate(made):
-        write_tree(root / f"folder{split[number]}" / f"project{number}", files)
+        project = root / f"folder{split[number]}" / f"project{number}"
+        write_tree(project, files)
+        # Marked as a project, as real ones are: AGF301 asks whether a
+        # project's own tests were scanned.
+        (project / "pyproject.toml").write_text("")
     whole = lint_folder(root, prefilter)
     union = set().union(*(lint_folder(folder, prefilter)
                           for folder in sorted(root.iterdir())))
