@@ -291,6 +291,11 @@ class Project:
         self._build()
         self._built = True
 
+    def root_of(self, path: str) -> str | None:
+        """The project (see files.ProjectRoots) a file belongs to; None where
+        the scan does not tell projects apart."""
+        return self.tested_projects[0].of(path) if self.tested_projects is not None else None
+
     def has_tests(self, module: ModuleInfo) -> bool:
         """Whether the project `module` belongs to (see files.ProjectRoots;
         files without a marked root form one project) was scanned with tests."""

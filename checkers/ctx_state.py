@@ -76,7 +76,12 @@ class CtxStateChecker(Checker):
             return
         endpoint = _endpoint(value, store.value_node, facts, store.attr)
         what = endpoint or _describe_tensor(value, store.value_node)
-        cycle = " and keeping the graph alive in a reference cycle (a leak)" if endpoint else ""
+        if endpoint is None:
+            cycle = ""
+        elif endpoint.startswith("input"):
+            cycle = " and keeping the input alive as long as the graph"
+        else:
+            cycle = " and keeping the graph alive in a reference cycle (a leak)"
         self.reporter.add("AGF001", store.node, function=fn.name,
                           severity=ERROR if endpoint else WARNING,
                           attr=store.attr, what=what, cycle=cycle)
@@ -322,8 +327,8 @@ def _endpoint(value: Value, node: ast.expr | None, facts: FunctionFacts,
     candidates = value.elems if value.elems is not None else (value,)
     nodes = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
     for index, item in enumerate(candidates):
-        if item.kind is Kind.NONTENSOR:
-            continue
+        if item.kind is Kind.NONTENSOR or value.elems is not None and not item.kind.holds_tensor:
+            continue  # in a tuple, only elements known to be tensors count
         if item.src and item.src.startswith("input:"):
             return f"input `{item.src[6:]}`"
         if item.src == "output":
@@ -331,7 +336,19 @@ def _endpoint(value: Value, node: ast.expr | None, facts: FunctionFacts,
         item_node = nodes[index] if index < len(nodes) else None
         if isinstance(item_node, ast.Name) and item_node.id in facts.returned_names:
             return f"output `{item_node.id}`"
+        if (input_name := _contiguous_input(item, item_node)) is not None:
+            return f"input `{input_name}` (`.contiguous()` returns the input itself when it " \
+                "is already contiguous)"
     return None
+
+
+def _contiguous_input(value: Value, node: ast.expr | None) -> str | None:
+    """The input `x` of `x.contiguous()`, which may be `x` itself."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
+            node.func.attr == "contiguous" and isinstance(node.func.value, ast.Name)):
+        return None
+    name = node.func.value.id
+    return name if value.roots == {f"input:{name}"} else None
 
 
 def _describe_tensor(value: Value, node: ast.expr | None) -> str:

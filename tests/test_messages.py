@@ -38,6 +38,47 @@ def test_agf001_is_an_error_for_inputs_and_outputs_and_a_warning_otherwise() -> 
     assert by_attr["ctx.mid"].severity == "warning" and "reference cycle" not in \
         by_attr["ctx.mid"].message
     assert all(f.function == "F" for f in findings)
+    assert "reference cycle" in by_attr["ctx.y"].message
+    assert "reference cycle" not in by_attr["ctx.x"].message and \
+        "alive as long as the graph" in by_attr["ctx.x"].message
+
+
+def test_agf001_names_the_tensor_of_a_tuple_and_a_contiguous_input() -> None:
+    findings = lint(HEADER + textwrap.dedent('''\
+        class F(Function):
+            @staticmethod
+            def forward(ctx, x: torch.Tensor, n):
+                ctx.pair = (n, x * 2)
+                ctx.kept = (n, x)
+                ctx.flat = x.contiguous()
+                return x * n
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.flat, None
+        '''))
+    by_attr = {f.message.split("`")[1]: f for f in findings if f.code == "AGF001"}
+    assert by_attr["ctx.pair"].severity == "warning" and "input `n`" not in \
+        by_attr["ctx.pair"].message
+    assert by_attr["ctx.kept"].severity == "error" and "input `x`" in by_attr["ctx.kept"].message
+    assert by_attr["ctx.flat"].severity == "error" and "input `x`" in by_attr["ctx.flat"].message
+
+
+def test_agf204_names_the_context_that_turns_grad_mode_off() -> None:
+    finding = only('''\
+        class F(Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                with torch.inference_mode():
+                    out = g * 2
+                return out
+        ''', "AGF204")
+    assert "`torch.inference_mode()` block" in finding.message and "no_grad" not in \
+        finding.message
 
 
 def test_agf101_message_names_inputs_and_optional_ones() -> None:

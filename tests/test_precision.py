@@ -64,6 +64,69 @@ def test_a_branch_on_the_flag_that_chose_an_alias_knows_which_tensor_it_is() -> 
     assert found["Undecided"] == ["AGF006", "AGF006"]
 
 
+def test_literal_arguments_select_the_branches_of_helpers_and_kernels() -> None:
+    prelude = '''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _copy(a_ptr, b_ptr, n, A_TO_B: tl.constexpr, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            src = a_ptr if A_TO_B else b_ptr
+            dst = b_ptr if A_TO_B else a_ptr
+            if SCALE:
+                tl.store(a_ptr + offs, tl.load(a_ptr + offs) * 2)
+            tl.store(dst + offs, tl.load(src + offs))
+
+        def _quant(x, dim=1, quant_type="vector"):
+            if quant_type in ["vector", "row"]:
+                return torch.round(x * 127).to(torch.int8)
+            elif quant_type == "truncated-vector":
+                x[x.abs() > 1] = 1
+            return x
+
+        def _early(x, mode):
+            if mode == "keep":
+                return x
+            x.mul_(2)
+            return x
+    '''
+    found = codes_by_function(prelude + '''
+        class RuledOut(Function):
+            @staticmethod
+            def forward(ctx, a):
+                b = torch.empty_like(a)
+                _copy[(1,)](a, b, a.numel(), A_TO_B=True, SCALE=False, BLOCK=128)
+                q = _quant(a, dim=0) + _quant(a, quant_type="row") + _early(a, "keep")
+                return b + q
+
+            @staticmethod
+            def backward(ctx, grad):
+                out = torch.empty_like(grad)
+                _copy[(1,)](out, grad, grad.numel(), False, False, 128)
+                return out + _quant(grad, 0, "vector")
+
+        class Reached(Function):
+            @staticmethod
+            def forward(ctx, a):
+                b = torch.empty_like(a)
+                _copy[(1,)](a, b, a.numel(), A_TO_B=True, SCALE=True, BLOCK=128)
+                return b + _early(a, "scale")
+
+            @staticmethod
+            def backward(ctx, grad, mode):
+                out = torch.empty_like(grad)
+                _copy[(1,)](grad, out, grad.numel(), A_TO_B=False, SCALE=False, BLOCK=128)
+                q = _quant(grad, quant_type="truncated-vector")
+                return out + q + _quant(grad, 1, mode)
+    ''', ("AGF005", "AGF006", "AGF007"))
+    assert "RuledOut" not in found
+    # SCALE=True stores into `a`; "scale" passes the early return; A_TO_B=False
+    # stores into the first pointer; the truncating branch writes; an unknown
+    # mode decides nothing.
+    assert found["Reached"] == ["AGF007", "AGF007", "AGF006", "AGF006", "AGF006"]
+
+
 def test_tuple_concatenation_is_no_inplace_change() -> None:
     found = codes_by_function('''
         class Tuples(Function):
@@ -216,6 +279,52 @@ def test_running_statistics_update_is_silent_a_returned_cache_write_is_not() -> 
     assert "BatchNormStats" not in found
     assert found["KVCacheAppend"] == ["AGF007"]
     assert found["GradientFlowsThrough"] == ["AGF007"]
+
+
+def test_a_saved_buffer_only_this_node_holds_may_become_the_gradient() -> None:
+    found = codes_by_function('''
+        class PrecomputedGradient(Function):
+            @staticmethod
+            def forward(ctx, logits, target):
+                probs = torch.softmax(logits, -1)
+                grad_input = probs.clone()
+                ctx.save_for_backward(grad_input, target)
+                return -probs.gather(-1, target[:, None]).log().sum()
+
+            @staticmethod
+            def backward(ctx, g):
+                grad_input, target = ctx.saved_tensors
+                grad_input.mul_(g)
+                return grad_input, None
+
+        class SavedInput(Function):
+            @staticmethod
+            def forward(ctx, logits):
+                ctx.save_for_backward(logits)
+                return logits.sum()
+
+            @staticmethod
+            def backward(ctx, g):
+                (logits,) = ctx.saved_tensors
+                logits.mul_(g)
+                return logits
+
+        class SavedOutputView(Function):
+            @staticmethod
+            def forward(ctx, x):
+                out = x.exp()
+                ctx.save_for_backward(out.view(-1))
+                return out, x.sum()
+
+            @staticmethod
+            def backward(ctx, g, g_sum):
+                (flat,) = ctx.saved_tensors
+                flat.mul_(2)
+                return flat.view_as(g) * g + g_sum
+    ''', ("AGF005",))
+    assert "PrecomputedGradient" not in found
+    assert found["SavedInput"] == ["AGF005"]
+    assert found["SavedOutputView"] == ["AGF005"]
 
 
 def test_backward_that_never_runs_has_no_gradient_count_or_missing_backward() -> None:
@@ -426,3 +535,154 @@ def test_casts_varargs_identity_raising_backwards_and_similarity(
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_ops.py").write_text(SIMILARITY_TEST)
     assert agf301(tmp_path) == ["Shift"]
+
+
+BACKEND_OPS = '''
+import torch
+from torch.autograd import Function
+
+
+class RMSNormFunction(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x.pow(2).mean(-1, keepdim=True).rsqrt()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2
+'''
+
+HOOKS = '''
+import torch
+from torch.autograd import Function
+from torch.utils._pytree import tree_map
+
+
+class PushState(Function):
+    @staticmethod
+    def forward(ctx, *args):
+        args = tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, args)
+        return args[0] if len(args) == 1 else args
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return grads
+
+
+class PreBackward(Function):
+    @staticmethod
+    def forward(ctx, module, hook, outputs):
+        ctx.module = module
+        outputs = outputs.detach()
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, None) + grads
+
+
+class Doubled(Function):
+    @staticmethod
+    def forward(ctx, *args):
+        args = tree_map(lambda t: t * 2, args)
+        return args[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return grads
+
+
+class Prefetch(Function):
+    @staticmethod
+    def forward(ctx, x, events):
+        events["fwd"] = torch.cuda.Event()
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+def exchange(q, k):
+    return k, q
+
+
+class Exchange(Function):
+    @staticmethod
+    def forward(ctx, q, k):
+        q, k = exchange(q, k)
+        return q, k
+
+    @staticmethod
+    def backward(ctx, gq, gk):
+        return gk, gq
+
+
+class QuantizeBernoulli(Function):
+    @staticmethod
+    def forward(ctx, soft):
+        hard = soft.round()
+        hard._unquantize = soft
+        return hard
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class CloneThenLaunch(Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x.clone() if not x.is_contiguous() else x
+        rotate_kernel[(1,)](out, x.shape[-1])
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class CloneThenWrite(Function):
+    @staticmethod
+    def forward(ctx, q):
+        q_out = q.clone() if not q.is_contiguous() else q
+        q_out.mul_(2)
+        return q_out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+'''
+
+BACKEND_TEST = '''
+import torch
+from pkg.ops.rms_norm import RMSNormFunction
+
+
+def test_rms_norm_grad():
+    x = torch.randn(3, 4, requires_grad=True)
+    RMSNormFunction.apply(x).sum().backward()
+    torch.testing.assert_close(x.grad, torch.full_like(x, 2.0))
+'''
+
+
+def test_a_backend_of_a_tested_name_pass_through_hooks_need_no_gradcheck(
+        tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    for folder in ("pkg/ops", "pkg/backends/npu", "tests"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "pkg" / "ops" / "rms_norm.py").write_text(BACKEND_OPS)
+    (tmp_path / "pkg" / "backends" / "npu" / "rms_norm.py").write_text(BACKEND_OPS)
+    (tmp_path / "pkg" / "backends" / "npu" / "layer_norm.py").write_text(
+        BACKEND_OPS.replace("RMSNormFunction", "LayerNormFunction"))
+    (tmp_path / "pkg" / "hooks.py").write_text(HOOKS)
+    (tmp_path / "tests" / "test_rms_norm.py").write_text(BACKEND_TEST)
+    # Another project beside it with a Function of the same name is not covered.
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "setup.py").write_text("")
+    (tmp_path / "other" / "ops.py").write_text(BACKEND_OPS)
+    (tmp_path / "other" / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    assert agf301(tmp_path) == ["CloneThenLaunch", "CloneThenWrite", "Doubled", "Exchange",
+                                "LayerNormFunction", "RMSNormFunction"]

@@ -28,7 +28,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..model import FunctionNode, ModuleInfo, Scope, parameter_defaults
+from ..model import FunctionNode, ModuleInfo, Scope
+from .guards import (
+    UNCONDITIONAL,
+    Binding,
+    Path,
+    call_binding,
+    evaluate,
+    ruled_out,
+    statement_guards,
+)
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -54,9 +63,10 @@ class Write:
     position: int | None  # None: keyword-only
     name: str
     certain: bool  # the change only exists on tensors (`.add_()`, a kernel store)
-    # Only under `if <flag>:`, a parameter of the callee: a call that passes a
-    # falsy literal there (`inplace=False`) does not write.
-    flag: str | None = None
+    # The paths (tests of the callee's parameters) on which the change happens:
+    # a call whose literal arguments refute all of them (`inplace=False`,
+    # `mode="copy"`) does not write.
+    when: tuple[Path, ...] = UNCONDITIONAL
 
 
 @dataclass(frozen=True)
@@ -113,6 +123,7 @@ class Effects:
         self._calls: dict[tuple[int, int], tuple[Summary | None, frozenset[str]]] = {}
         self._running: set[int] = set()
         self._ops: dict[int, dict[str, CustomOp]] = {}
+        self._launches: dict[tuple[int, tuple[tuple[str, object], ...]], tuple[Write, ...]] = {}
 
     # -- call sites ------------------------------------------------------------
     def at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo) -> Summary | None:
@@ -155,7 +166,9 @@ class Effects:
         if kernel != kernel_launch:
             return None  # `kernel(x)` outside a launch, or `f[grid]` of a plain def
         effect = self._summary(node, owner)
-        writes = tuple(w for w in effect.writes if not flag_is_off(w, call, node))
+        binding = call_binding(call, node)
+        writes = self._launch_writes(node, binding) if kernel else effect.writes
+        writes = tuple(w for w in writes if not ruled_out(w.when, binding))
         if not writes and not effect.result.whole and not effect.result.elements and \
                 not effect.leaves:
             return None
@@ -209,6 +222,18 @@ class Effects:
                        if name in op.mutated)
         return Summary(ast.unparse(target), False, writes, Result(), op.parameters)
 
+    def _launch_writes(self, kernel: FunctionNode, binding: Binding) -> tuple[Write, ...]:
+        """A kernel's writes specialized to one launch's literal arguments
+        (`A_TO_B=True` picks the branch of `dst = b_ptr if A_TO_B else a_ptr`)."""
+        try:
+            key = (id(kernel), tuple(sorted(binding.items())))
+            hash(key)
+        except TypeError:  # an unhashable literal: no memo, same answer
+            return _kernel_writes(kernel, binding)
+        if key not in self._launches:
+            self._launches[key] = _kernel_writes(kernel, binding)
+        return self._launches[key]
+
     # -- summaries -------------------------------------------------------------
     def _summary(self, node: FunctionNode, module: ModuleInfo) -> Effect:
         key = id(node)
@@ -243,20 +268,19 @@ class Effects:
         inner = module.scopes.get(id(node))
         scope = inner.parent if inner is not None and inner.parent is not None else module.scope
         facts = Interpreter(module, scope, node, initial, effects=self).run()
-        flags = _flag_guards(node, {name for name, _ in parameters})
-        changed: dict[str, tuple[bool, str | None]] = {}
+        guards = statement_guards(node, {name for name, _ in parameters})
+        certain: dict[str, bool] = {}
+        paths: dict[str, set[Path]] = {}
         for mutation in facts.of(Mutation):
-            flag = flags.get(id(mutation.node))
-            for root in mutation.value.roots:
-                if root.startswith("param:"):
-                    name = root[6:]
-                    certain, known_flag = changed.get(name, (False, flag))
-                    changed[name] = (certain or mutation.certain_tensor,
-                                     known_flag if known_flag == flag else None)
+            path = guards.get(id(mutation.node), ())
+            for name in param_names(mutation.value.roots):
+                certain[name] = certain.get(name, False) or mutation.certain_tensor
+                paths.setdefault(name, set()).add(path)
         for name in _declared_mutations(node):  # a custom op's `mutates_args`
-            changed[name] = (True, None)
-        writes = tuple(Write(position, name, *changed[name])
-                       for name, position in parameters if name in changed)
+            certain[name] = True
+            paths[name] = {()}
+        writes = tuple(Write(position, name, certain[name], _alternatives(paths[name]))
+                       for name, position in parameters if name in certain)
         return Effect(writes, _result(facts.returns), _leaves(node, facts, parameters))
 
 
@@ -430,37 +454,11 @@ def _under(statements: list[ast.stmt]) -> Iterator[ast.AST]:
         yield from ast.walk(statement)
 
 
-def _flag_guards(node: FunctionNode, parameters: set[str]) -> dict[int, str]:
-    """The statements' nodes under `if <parameter>:` (by id), and that parameter."""
-    guards: dict[int, str] = {}
-    for statement in ast.walk(node):
-        if isinstance(statement, ast.If) and isinstance(statement.test, ast.Name) and \
-                statement.test.id in parameters:
-            for inner in _under(statement.body):
-                guards.setdefault(id(inner), statement.test.id)
-    return guards
-
-
-def flag_is_off(write: Write, call: ast.Call, callee: FunctionNode | None) -> bool:
-    """Whether the call passes a falsy literal for the write's flag (or leaves
-    it at a falsy default)."""
-    if write.flag is None:
-        return False
-    for keyword in call.keywords:
-        if keyword.arg == write.flag:
-            return isinstance(keyword.value, ast.Constant) and not keyword.value.value
-    if callee is None:
-        return False
-    positional = [*callee.args.posonlyargs, *callee.args.args]
-    names = [a.arg for a in positional]
-    if write.flag in names and names.index(write.flag) < len(call.args):
-        value = call.args[names.index(write.flag)]
-        return isinstance(value, ast.Constant) and not value.value
-    defaults = parameter_defaults(callee)
-    defaults.update({a.arg: d for a, d in zip(callee.args.kwonlyargs, callee.args.kw_defaults,
-                                              strict=True) if d is not None})
-    default = defaults.get(write.flag)
-    return isinstance(default, ast.Constant) and not default.value
+def _alternatives(paths: set[Path]) -> tuple[Path, ...]:
+    """A write's paths, in a stable order; one unguarded path makes it unconditional."""
+    if () in paths:
+        return UNCONDITIONAL
+    return tuple(sorted(paths, key=lambda path: [(ast.unparse(g.test), g.holds) for g in path]))
 
 
 def _may_bind(source: str, name: str) -> bool:
@@ -499,8 +497,10 @@ def _is_kernel(node: FunctionNode) -> bool:
     return False
 
 
-def _kernel_writes(node: FunctionNode) -> tuple[Write, ...]:
-    """Pointer parameters whose addresses reach a store or an atomic."""
+def _kernel_writes(node: FunctionNode, binding: Binding | None = None) -> tuple[Write, ...]:
+    """Pointer parameters whose addresses reach a store or an atomic, under a
+    launch's literal arguments (`binding`) where they decide a branch."""
+    binding = binding or {}
     parameters = _parameters(node)
     names = {name for name, _ in parameters}
     derived: dict[str, set[str]] = {name: {name} for name in names}
@@ -508,7 +508,7 @@ def _kernel_writes(node: FunctionNode) -> tuple[Write, ...]:
     for _ in range(len(assignments) + 1):  # to a fixed point: chains of rebindings
         grew = False
         for assignment in assignments:
-            sources = _address_sources(assignment.value, derived)
+            sources = _address_sources(assignment.value, derived, binding)
             targets = assignment.targets if isinstance(assignment, ast.Assign) \
                 else [assignment.target]
             for target in targets:
@@ -524,42 +524,52 @@ def _kernel_writes(node: FunctionNode) -> tuple[Write, ...]:
             break
     constants = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
                  if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
-    written = _stored(node.body, derived, constants)
+    written = _stored(node.body, derived, constants, binding)
     return tuple(Write(position, name, True) for name, position in parameters
                  if name in written and name not in constants)
 
 
 def _stored(body: list[ast.stmt], derived: dict[str, set[str]],
-            constants: set[str]) -> set[str]:
-    """Parameters stored into by these statements on every specialization: a
-    store under `if FLAG:` (a constexpr parameter) counts only when the else
-    branch stores there too (`PRECOMPUTED_LSE` kernels load instead)."""
+            constants: set[str], binding: Binding) -> set[str]:
+    """Parameters stored into by these statements on every specialization the
+    launch allows: an `if` its literal arguments decide runs one branch; a
+    store under an undecided `if FLAG:` (a constexpr parameter) counts only
+    when the else branch stores there too (`PRECOMPUTED_LSE` kernels load
+    instead)."""
     written: set[str] = set()
     for statement in body:
+        decided = evaluate(statement.test, binding) if isinstance(statement, ast.If) else None
+        if decided is not None:
+            branch = statement.body if decided else statement.orelse  # type: ignore[attr-defined]
+            written |= _stored(branch, derived, constants, binding)
+            continue
         if isinstance(statement, ast.If) and any(
                 isinstance(n, ast.Name) and n.id in constants for n in ast.walk(statement.test)):
-            written |= _stored(statement.body, derived, constants) & \
-                _stored(statement.orelse, derived, constants)
+            written |= _stored(statement.body, derived, constants, binding) & \
+                _stored(statement.orelse, derived, constants, binding)
             continue
         nested = [child for field in ("body", "orelse", "finalbody")
                   for child in [getattr(statement, field, None)] if isinstance(child, list)]
         for block in nested:
-            written |= _stored(block, derived, constants)
+            written |= _stored(block, derived, constants, binding)
         for handler in getattr(statement, "handlers", ()):
-            written |= _stored(handler.body, derived, constants)
+            written |= _stored(handler.body, derived, constants, binding)
         own = [statement] if not nested else \
             [getattr(statement, f) for f in ("test", "iter", "items") if hasattr(statement, f)]
         for part in own:
             for call in ast.walk(part) if isinstance(part, ast.AST) else ():
                 if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
                         call.func.attr in _TRITON_STORES and call.args:
-                    written |= _address_sources(call.args[0], derived)
+                    written |= _address_sources(call.args[0], derived, binding)
     return written
 
 
-def _address_sources(expr: ast.expr, derived: dict[str, set[str]]) -> set[str]:
+def _address_sources(expr: ast.expr, derived: dict[str, set[str]],
+                     binding: Binding) -> set[str]:
     """The parameters an address expression is built from: names and
-    arithmetic, through pointer-preserving calls; not through loads."""
+    arithmetic, through pointer-preserving calls; not through loads. A
+    conditional expression the launch's literal arguments decide is the
+    branch they choose."""
     if isinstance(expr, ast.Name):
         return set(derived.get(expr.id, ()))
     if isinstance(expr, ast.BinOp):
@@ -568,16 +578,21 @@ def _address_sources(expr: ast.expr, derived: dict[str, set[str]]) -> set[str]:
         # `ptr + offsets`: the address is the left operand's; the right one
         # counts only when the left is a pure offset (`row * stride + ptr`).
         # (`Q + (cols * 2 + head_dim)` does not store into `head_dim`.)
-        return _address_sources(expr.left, derived) or _address_sources(expr.right, derived)
+        return _address_sources(expr.left, derived, binding) or \
+            _address_sources(expr.right, derived, binding)
     if isinstance(expr, ast.Subscript):  # `ptr[None, :]`: still the address
-        return _address_sources(expr.value, derived)
+        return _address_sources(expr.value, derived, binding)
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
             expr.func.attr in _POINTER_CALLS:
         if expr.func.attr == "to":  # `ptr.to(tl.pointer_type(...))`
-            return _address_sources(expr.func.value, derived)
+            return _address_sources(expr.func.value, derived, binding)
         base = next((k.value for k in expr.keywords if k.arg == "base"),
                     expr.args[0] if expr.args else None)
-        return _address_sources(base, derived) if base is not None else set()
+        return _address_sources(base, derived, binding) if base is not None else set()
     if isinstance(expr, ast.IfExp):
-        return _address_sources(expr.body, derived) | _address_sources(expr.orelse, derived)
+        decided = evaluate(expr.test, binding)
+        if decided is not None:
+            return _address_sources(expr.body if decided else expr.orelse, derived, binding)
+        return _address_sources(expr.body, derived, binding) | \
+            _address_sources(expr.orelse, derived, binding)
     return set()

@@ -9,12 +9,13 @@ runs with those judgements and its events are the ones checkers see.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import cached_property
 
 from ..project import FunctionClass, Method
 from . import torch_api as api
-from .interpreter import FROM_GRAD, CtxCall, CtxStore, Interpreter, MethodFacts
+from .interpreter import FROM_GRAD, OWN_SAVED, CtxCall, CtxStore, Interpreter, MethodFacts, Mutation
 from .values import Kind, Value, join
 
 
@@ -166,7 +167,9 @@ class FunctionFacts:
 
     def saved_layout(self, method: str = "save_for_backward") -> tuple[Value, ...] | None:
         """What each position of `ctx.saved_tensors` holds, when every call of
-        `method` in forward/setup_context saves the same number of plain args."""
+        `method` in forward/setup_context saves the same number of plain args.
+        A tensor forward allocated and does not return (nor a view of it) has
+        the root OWN_SAVED: only this node holds it."""
         calls = [call for name in ("forward", "setup_context")
                  for call in (self.facts(name).of(CtxCall) if self.facts(name) else ())
                  if call.method == method]
@@ -177,7 +180,22 @@ class FunctionFacts:
         positions = [value for _, value, _ in calls[0].args]
         for call in calls[1:]:
             positions = [join(a, b) for a, (_, b, _) in zip(positions, call.args, strict=False)]
-        return tuple(positions)
+        returned = self._returned_roots()
+        return tuple(replace(position, roots=frozenset({OWN_SAVED}))
+                     if _owned(position, returned) else position for position in positions)
+
+    def _returned_roots(self) -> frozenset[str]:
+        """The alias roots of everything forward returns (elements included)."""
+        facts = self.facts("forward")
+        roots: set[str] = set()
+        pending = [ret.value for ret in facts.returns] if facts else []
+        while pending:
+            value = pending.pop()
+            roots |= value.roots
+            pending.extend(value.elems or ())
+            if value.item is not None:
+                pending.append(value.item)
+        return frozenset(roots)
 
     def calls(self, method: str, *, where: tuple[str, ...] = ("forward", "setup_context")
               ) -> list[CtxCall]:
@@ -307,11 +325,19 @@ class FunctionFacts:
                    if isinstance(node, ast.Return) and node.value is not None]
         if not returns:
             return None
-        if all(shape.identity_result(expr) for expr in returns):
-            return "identity"
+        if not self._changes_outputs_in_place() and \
+                all(shape.identity_result(expr) for expr in returns):
+            return "identity"  # (`out = x.clone(); kernel[grid](out)` computes)
         if all(shape.piecewise_constant_result(expr) for expr in returns):
             return "piecewise-constant"
         return None
+
+    def _changes_outputs_in_place(self) -> bool:
+        """Whether forward changes in place a tensor it returns (or a view)."""
+        facts = self.facts("forward")
+        returned = self._returned_roots()
+        return facts is not None and any(mutation.value.roots & returned
+                                         for mutation in facts.of(Mutation))
 
     @cached_property
     def returned_names(self) -> frozenset[str]:
@@ -362,7 +388,11 @@ class FunctionFacts:
 
 # Methods whose result is the same values as the receiver.
 _SAME_VALUES = frozenset({"view", "view_as", "reshape", "reshape_as", "clone", "contiguous",
-                          "expand_as", "expand", "flatten", "squeeze", "unsqueeze"})
+                          "expand_as", "expand", "flatten", "squeeze", "unsqueeze", "detach"})
+# A value the shape analysis cannot see through (neither an input nor a staircase).
+_OPAQUE = ast.Call(func=ast.Name(id="<opaque>", ctx=ast.Load()), args=[], keywords=[])
+# Pytree maps: `tree_map(lambda t: t.clone(), args)` returns the same values.
+_TREE_MAPS = frozenset({"tree_map", "tree_map_only", "map_structure"})
 # Functions and methods with a zero derivative almost everywhere.
 _PIECEWISE_CONSTANT = frozenset({"round", "floor", "ceil", "sign", "trunc", "fix", "bernoulli",
                                  "heaviside", "round_", "floor_", "ceil_", "sign_", "trunc_",
@@ -386,9 +416,21 @@ class _ForwardShape:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                     isinstance(stmt.targets[0], ast.Name):
                 self.bindings.setdefault(stmt.targets[0].id, []).append(stmt.value)
+            elif isinstance(stmt, (ast.Assign, ast.For)):  # `q, k = helper(q, k)`: unknown
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for name in _rebound_names(targets):
+                    self.bindings.setdefault(name, []).append(_OPAQUE)
             elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and \
                     isinstance(stmt.target, ast.Name):
                 self.bindings.setdefault(stmt.target.id, []).append(ast.Constant(None))
+        # Locals handed to a call that may write them (`kernel[grid](out)`,
+        # `fill(out)`): a copy of an input that a call may change is no
+        # evidence of an identity forward.
+        self.handed: set[str] = {
+            arg.id for call in ast.walk(node) if isinstance(call, ast.Call)
+            and not _reads_only(call.func)
+            for arg in (*call.args, *(k.value for k in call.keywords))
+            if isinstance(arg, ast.Name)}
 
     def identity_result(self, expr: ast.expr) -> bool:
         """`x`, `x.view_as(x)`, `x.clone()`, or a tuple of those and literals,
@@ -406,11 +448,28 @@ class _ForwardShape:
             values = self.bindings.get(expr.id)
             if not values:
                 return "input" if expr.id in self.inputs else None
+            if expr.id in self.handed:
+                return None
             kinds = {self._identity(v, seen | {expr.id}) for v in values}
             return kinds.pop() if len(kinds) == 1 else None
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
                 expr.func.attr in _SAME_VALUES:
             return "input" if self._identity(expr.func.value, seen) == "input" else None
+        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+            # `args[0]` of `*args`: one of the inputs
+            return "input" if self._identity(expr.value, seen) == "input" else None
+        if isinstance(expr, ast.IfExp):
+            kinds = {self._identity(expr.body, seen), self._identity(expr.orelse, seen)}
+            return kinds.pop() if len(kinds) == 1 else None
+        if isinstance(expr, ast.Call) and _last_attr(expr.func) in _TREE_MAPS and \
+                len(expr.args) == 2 and isinstance(expr.args[0], ast.Lambda):
+            mapped = expr.args[0]
+            inner = _ForwardShape.__new__(_ForwardShape)
+            inner.inputs = {a.arg for a in mapped.args.args}
+            inner.bindings = {}
+            if inner._identity(mapped.body, frozenset()) != "input":
+                return None
+            return "input" if self._identity(expr.args[1], seen) == "input" else None
         return None
 
     def piecewise_constant_result(self, expr: ast.expr) -> bool:
@@ -447,6 +506,35 @@ class _ForwardShape:
         return False
 
 
+# Calls that only look at their arguments.
+_READ_ONLY_CALLS = frozenset({"isinstance", "len", "print", "hasattr", "getattr", "type", "id",
+                              "is_tensor", "is_floating_point", "numel", "dim", "size"})
+
+
+def _reads_only(func: ast.expr) -> bool:
+    """`len(x)`, `isinstance(x, T)`, `ctx.save_for_backward(x)`, `x.view_as(y)`."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+            func.value.id in ("ctx", "self"):
+        return True
+    name = _last_attr(func)
+    return name in _READ_ONLY_CALLS or name in _SAME_VALUES or name in _TREE_MAPS
+
+
+def _rebound_names(targets: list[ast.expr]) -> Iterator[str]:
+    """Names an assignment rebinds (`a, (b, *c) = ...`; not `x.attr = ...`)."""
+    for target in targets:
+        if isinstance(target, ast.Name):
+            yield target.id
+        elif isinstance(target, ast.Starred):
+            yield from _rebound_names([target.value])
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            yield from _rebound_names(target.elts)
+
+
+def _last_attr(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
 def only_raises(node: ast.FunctionDef | ast.AsyncFunctionDef, exception: str | None = None
                 ) -> bool:
     """A body (docstring aside) that only raises (`exception`, when given)."""
@@ -457,6 +545,13 @@ def only_raises(node: ast.FunctionDef | ast.AsyncFunctionDef, exception: str | N
     exc = body[0].exc
     name = exc.func if isinstance(exc, ast.Call) else exc
     return exception is None or isinstance(name, ast.Name) and name.id == exception
+
+
+def _owned(value: Value, returned: frozenset[str]) -> bool:
+    """A tensor forward allocated itself (its roots are its own locals) that
+    no output is, or views."""
+    return value.kind.holds_tensor and value.src != "output" and bool(value.roots) and \
+        all(root.startswith("local:") and root not in returned for root in value.roots)
 
 
 def _returned_gradients(value: Value) -> tuple[Value, ...] | None:

@@ -44,6 +44,10 @@ CTX_SAVE_METHODS = frozenset({
 })
 CTX_OTHER_METHODS = frozenset({"set_materialize_grads", "mark_shared_storage"})
 SAVED_ATTRS = frozenset({"saved_tensors", "saved_variables"})
+# The root of a saved tensor forward allocated for this node alone (neither an
+# input, an output nor a view of one): no other code holds it. Other saved
+# tensors have the root "saved".
+OWN_SAVED = "saved:own"
 
 # Taint markers of the two kinds of gradient-carrying values in backward.
 FROM_GRAD = "src:grad"
@@ -513,16 +517,17 @@ class Interpreter:
         return None
 
     def s_With(self, node: ast.With, state: State) -> State | None:
-        grad_off = False
+        grad_off: ast.expr | None = None  # the context that turns grad mode off
         for item in node.items:
             self.expr(item.context_expr, state)
-            grad_off = grad_off or self._is_grad_off(item.context_expr, state)
+            if grad_off is None and self._is_grad_off(item.context_expr, state):
+                grad_off = item.context_expr
             if item.optional_vars is not None:
                 self.bind(item.optional_vars, UNKNOWN, state, node, None)
-        if not grad_off:
+        if grad_off is None:
             return self.block(node.body, state)
         key = self._marker("left", node)
-        self._record(LeftAutograd(node, "a `torch.no_grad()` block", key, None))
+        self._record(LeftAutograd(node, f"a `{ast.unparse(grad_off)}` block", key, None))
         self._grad_off.append(key)
         try:
             return self.block(node.body, state)
@@ -1032,7 +1037,7 @@ class Interpreter:
             # Only `.grad` of the very tensors that were saved: not of copies,
             # nor of tensors whose origin is unknown (a ctx attribute set
             # elsewhere, what a helper returned).
-            if not base.detached and "saved" in base.roots:
+            if not base.detached and ("saved" in base.roots or OWN_SAVED in base.roots):
                 key = self._marker("acc", node)
                 self._record(GradRead(node, key))
                 taint = taint | {key}
@@ -1384,7 +1389,8 @@ def saved_tensors_value(layout: tuple[Value, ...] | None) -> Value:
         elems = tuple(
             replace(item, maybe_none=position.maybe_none or position.kind is Kind.NONE,
                     integral=position.integral,
-                    taint=frozenset() if position.integral else item.taint)
+                    taint=frozenset() if position.integral else item.taint,
+                    roots=position.roots if position.roots == {OWN_SAVED} else item.roots)
             for position in layout)
     return Value(Kind.TENSORS, frozenset({"saved"}), elems, True, src="saved", item=item,
                  taint=frozenset({FROM_SAVED}))
