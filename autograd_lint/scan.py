@@ -34,7 +34,8 @@ _GRADCHECK_CALL = re.compile(rb"\b(?:gradcheck|gradgradcheck|opcheck)[ \t]*\(")
 # named like them). Words found with `in` (a hot path: every file), over-
 # approximate: the syntax tree decides.
 DIFFERENTIATE_WORDS = (".backward", "grad(")
-COMPARE_WORDS = ("close", "qual", "similar", "less", "Less", "greater", "Greater")
+COMPARE_WORDS = ("close", "qual", "similar", "less", "Less", "greater", "Greater", "snr",
+                 "_error(")
 _GRADCHECK_TEXT = re.compile(_GRADCHECK_CALL.pattern.decode())
 _WORDS = {
     bytes: tuple(tuple(w.encode() for w in words)

@@ -299,10 +299,12 @@ _REFERENCE_WORDS = ("backward", "grad", *COMPARE_WORDS)
 def _is_comparison(name: str) -> bool:
     """`torch.allclose`, `torch.testing.assert_close`, `self.assertEqual`,
     `np.testing.assert_allclose`, `assert_verbose_allclose`, `gems_assert_close`,
-    `assert_similar`, `self.assertLess(error, tol)`."""
+    `assert_similar`, `self.assertLess(error, tol)`, and error metrics that
+    quantization tests assert on (`compute_error(ref.grad, x.grad)`, `sqnr`)."""
     lowered = name.lower()
     return "allclose" in lowered or "isclose" in lowered or lowered == "equal" or \
-        "similar" in lowered or "assert" in lowered and any(
+        "similar" in lowered or "snr" in lowered or lowered.endswith("_error") or \
+        "assert" in lowered and any(
             word in lowered for word in ("close", "equal", "less", "greater"))
 
 

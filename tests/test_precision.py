@@ -297,6 +297,19 @@ def test_a_saved_buffer_only_this_node_holds_may_become_the_gradient() -> None:
                 grad_input.mul_(g)
                 return grad_input, None
 
+        class HelperBuffer(Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                loss, grad_x = fused_forward(x, w)
+                ctx.save_for_backward(grad_x)
+                return loss
+
+            @staticmethod
+            def backward(ctx, g):
+                (grad_x,) = ctx.saved_tensors
+                grad_x.mul_(g)
+                return grad_x, None
+
         class SavedInput(Function):
             @staticmethod
             def forward(ctx, logits):
@@ -322,7 +335,7 @@ def test_a_saved_buffer_only_this_node_holds_may_become_the_gradient() -> None:
                 flat.mul_(2)
                 return flat.view_as(g) * g + g_sum
     ''', ("AGF005",))
-    assert "PrecomputedGradient" not in found
+    assert "PrecomputedGradient" not in found and "HelperBuffer" not in found
     assert found["SavedInput"] == ["AGF005"]
     assert found["SavedOutputView"] == ["AGF005"]
 
@@ -686,3 +699,31 @@ def test_a_backend_of_a_tested_name_pass_through_hooks_need_no_gradcheck(
     (tmp_path / "other" / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
     assert agf301(tmp_path) == ["CloneThenLaunch", "CloneThenWrite", "Doubled", "Exchange",
                                 "LayerNormFunction", "RMSNormFunction"]
+
+
+ERROR_METRIC_TEST = '''
+import torch
+from ops import Scale, Shift
+from helpers import compute_error
+
+
+def test_scale_sqnr():
+    x = torch.randn(3, requires_grad=True)
+    Scale.apply(x).sum().backward()
+    sqnr = compute_error(torch.full_like(x, 3.0), x.grad)
+    assert sqnr >= 25.0
+
+
+def test_shift_runs():
+    x = torch.randn(3, requires_grad=True)
+    Shift.apply(x).sum().backward()
+    error = x.grad.abs().sum()
+'''
+
+
+def test_an_error_metric_on_gradients_is_a_reference_comparison(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(MORE_FUNCTIONS)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_ops.py").write_text(ERROR_METRIC_TEST)
+    found = agf301(tmp_path)
+    assert "Scale" not in found and "Shift" in found

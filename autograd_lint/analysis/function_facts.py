@@ -168,8 +168,8 @@ class FunctionFacts:
     def saved_layout(self, method: str = "save_for_backward") -> tuple[Value, ...] | None:
         """What each position of `ctx.saved_tensors` holds, when every call of
         `method` in forward/setup_context saves the same number of plain args.
-        A tensor forward allocated and does not return (nor a view of it) has
-        the root OWN_SAVED: only this node holds it."""
+        A saved tensor that is no input or output (nor a view of one) has the
+        root OWN_SAVED: nothing shows that code outside the node holds it."""
         calls = [call for name in ("forward", "setup_context")
                  for call in (self.facts(name).of(CtxCall) if self.facts(name) else ())
                  if call.method == method]
@@ -548,10 +548,12 @@ def only_raises(node: ast.FunctionDef | ast.AsyncFunctionDef, exception: str | N
 
 
 def _owned(value: Value, returned: frozenset[str]) -> bool:
-    """A tensor forward allocated itself (its roots are its own locals) that
-    no output is, or views."""
-    return value.kind.holds_tensor and value.src != "output" and bool(value.roots) and \
-        all(root.startswith("local:") and root not in returned for root in value.roots)
+    """A saved value with no evidence that code outside the node holds it: it
+    is not (a view of) an input, nor what forward returns. (Helpers' results
+    and forward's own allocations are the node's own.)"""
+    if value.src == "output" or value.kind in (Kind.NONE, Kind.NONTENSOR):
+        return False
+    return not any(root.startswith("input:") or root in returned for root in value.roots)
 
 
 def _returned_gradients(value: Value) -> tuple[Value, ...] | None:
