@@ -65,8 +65,11 @@ def read_baseline(file: str) -> Counter[str]:
             data = json.load(handle)
     except FileNotFoundError:
         raise ConfigError(f"baseline not found: {file}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # also bad UTF-8 and JSON, and overlong numbers
         raise ConfigError(f"cannot read baseline {file}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"cannot read baseline {file}: it is nested too deeply "
+                          "to be a baseline") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT_VERSION or \
             not isinstance(data.get("findings"), list) or \
             not all(isinstance(e, dict) and isinstance(e.get("fingerprint"), str)

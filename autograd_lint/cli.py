@@ -102,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="paths to skip, on top of the configured ones")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply exclusions to files named on the command line too")
+    check.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction,
+                       help="skip what git ignores (.gitignore files, .git/info/exclude) "
+                            "in directory scans (default: the respect-gitignore setting, "
+                            "true); files named on the command line are checked anyway")
     check.add_argument("--config", metavar="FILE",
                        help="use this pyproject.toml instead of searching for one")
     check.add_argument("--isolated", action="store_true",
@@ -175,8 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("server", help="run the language server (LSP over stdio)",
                         description="Editor diagnostics and quick fixes over the Language "
-                                    "Server Protocol on stdin/stdout (needs pygls: "
-                                    "pip install 'autograd-lint[lsp]').")
+                                    "Server Protocol on stdin/stdout (needs pygls: from "
+                                    "a clone, pip install './autograd-lint[lsp]').")
     return parser
 
 
@@ -210,6 +214,7 @@ class _Plan:
         )
         self.exclude = _flatten(args.exclude) if args.exclude is not None else None
         self.extend_exclude = _flatten(args.extend_exclude)
+        self.respect_gitignore: bool | None = args.respect_gitignore  # None: as configured
         self._codes: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
         # The directory holding stdin's text, for `-`, and the file holding
         # it by the name shown (what the output reads).
@@ -222,12 +227,25 @@ class _Plan:
         assert self.finder is not None
         return self.finder.for_path(path, is_dir=is_dir)
 
-    def excluded(self, path: str | Path, is_dir: bool | None = None) -> bool:
+    def excluded(self, path: str | Path, is_dir: bool | None = None, *,
+                 parents: bool = True) -> bool:
         config = self.config_for(path, is_dir)
         if self.exclude is not None:
             patterns = [*self.exclude, *config.extend_exclude, *self.extend_exclude]
-            return bool(patterns) and matches_any(path, patterns, config.root)
-        return config.is_excluded(path, self.extend_exclude)
+            return bool(patterns) and matches_any(path, patterns, config.root, parents=parents)
+        return config.is_excluded(path, self.extend_exclude, parents=parents)
+
+    def walk_excluded(self, path: str, is_dir: bool) -> bool:
+        """What a directory walk skips: the entry itself, not the folders the
+        walk started from (`check examples/` lints what `examples` excludes)."""
+        return self.excluded(path, is_dir, parents=False)
+
+    def respects_gitignore(self, directory: str) -> bool:
+        """Whether a scan of `directory` skips what git ignores (the command
+        line, else the configuration that applies to it, as ruff reads it)."""
+        if self.respect_gitignore is not None:
+            return self.respect_gitignore
+        return self.config_for(directory, is_dir=True).respect_gitignore
 
     def codes_for(self, path: str | Path) -> frozenset[str]:
         config = self.config_for(path, is_dir=False)
@@ -237,6 +255,14 @@ class _Plan:
             codes = resolve_codes([config.selection, self.cli])
             self._codes[key] = drop_matching(codes, ignored)
         return self._codes[key]
+
+
+def _command_hint(raw_path: str) -> str:
+    """`chek`: a mistyped command rather than a missing path (ruff suggests so too)."""
+    import difflib
+
+    close = difflib.get_close_matches(raw_path, COMMANDS, n=1, cutoff=0.6)
+    return f" (did you mean the command `{close[0]}`?)" if close else ""
 
 
 def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
@@ -250,7 +276,7 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
         raise ConfigError("--stdin-filename is for `-` (reading the file from stdin)")
     for raw_path in raw:
         if not os.path.exists(raw_path):
-            raise ConfigError(f"path not found: {raw_path}")
+            raise ConfigError(f"path not found: {raw_path}{_command_hint(raw_path)}")
         if not os.path.isdir(raw_path) and not os.path.isfile(raw_path):
             # A FIFO or a device: reading it could wait forever.
             raise ConfigError(f"not a regular file or directory: {raw_path}")
@@ -267,7 +293,8 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
     for raw_path in raw:
         path = os.fspath(Path(raw_path))  # as pathlib shows it: no "./" prefix
         if os.path.isdir(path):
-            for found in iter_python_files(path, plan.excluded):
+            for found in iter_python_files(path, plan.walk_excluded,
+                                           respect_gitignore=plan.respects_gitignore(path)):
                 add(found, explicit=False)
         elif not (args.force_exclude and plan.excluded(path, False)):
             add(path, explicit=True)
@@ -356,16 +383,31 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
         return _show_diff(args, result, paths, out, err)
     fixed = 0
     if args.fix:
-        from .files import write_atomically
+        from .files import fix_destination, fix_roots, write_atomically
         from .fixes import plan_changes
 
+        roots = fix_roots(args.paths or ["."])
+        refused: set[str] = set()  # links leading outside: warned about once, never written
         for _ in range(MAX_FIX_ROUNDS):
-            changes = plan_changes(result.findings, unsafe=args.unsafe_fixes, paths=paths)
-            if not changes:
-                break
+            changes = [change for change in plan_changes(
+                result.findings, unsafe=args.unsafe_fixes, paths=paths)
+                if change.path not in refused]
+            written = False
             for change in changes:
-                write_atomically(change.path, change.encoded())
+                # Through a symlink: write the file it leads to (the link stays
+                # a link), and only inside the scanned roots and project.
+                destination = fix_destination(change.path, roots)
+                if destination is None:
+                    refused.add(change.path)
+                    err.write(f"autograd-lint: warning: {change.display}: not fixed: it is "
+                              f"a symlink to {os.path.realpath(change.path)}, outside the "
+                              "checked folders and project\n")
+                    continue
+                write_atomically(destination, change.encoded())
                 fixed += len(change.applied)
+                written = True
+            if not written:
+                break
             # Check again: what remains, and fixes that waited for an overlapping one.
             result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=not args.no_prefilter,
                                  jobs=args.jobs, cache=None, keep=keep, functions=args.dynamic)
@@ -402,7 +444,9 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
         if args.statistics:
             json.dump(statistics(findings), out, indent=2)
         else:
-            json.dump([f.to_json(dynamic=args.dynamic) for f in findings], out, indent=2)
+            from .output import json_findings
+
+            json.dump(json_findings(findings, lines, dynamic=args.dynamic), out, indent=2)
         out.write("\n")
     elif args.statistics:
         render_statistics(findings, out)
@@ -539,7 +583,10 @@ def run_server() -> int:
         from .lsp import serve
     except ImportError as exc:
         raise ConfigError(f"the language server needs pygls and lsprotocol ({exc.name} is "
-                          "missing): pip install 'autograd-lint[lsp]'") from None
+                          "missing): install the lsp extra from your clone, "
+                          "pip install './autograd-lint[lsp]', or from its git URL, "
+                          "pip install 'autograd-lint[lsp] @ git+https://HOST/PATH/"
+                          "autograd-lint.git@COMMIT_SHA'") from None
     serve()
     return EXIT_CLEAN
 

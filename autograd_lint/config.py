@@ -23,7 +23,7 @@ from .registry import RULES, default_codes
 
 CONFIG_TABLE = "autograd-lint"
 CONFIG_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude",
-               "per-file-ignores")
+               "per-file-ignores", "respect-gitignore")
 
 
 class ConfigError(Exception):
@@ -106,10 +106,13 @@ class FileConfig:
     exclude: list[str] | None = None
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    # Directory scans skip what git ignores (.gitignore, .git/info/exclude), as ruff's do.
+    respect_gitignore: bool = True
 
-    def is_excluded(self, path: str | os.PathLike[str], extra: Iterable[str] = ()) -> bool:
+    def is_excluded(self, path: str | os.PathLike[str], extra: Iterable[str] = (), *,
+                    parents: bool = True) -> bool:
         patterns = [*(self.exclude or []), *self.extend_exclude, *extra]
-        return bool(patterns) and matches_any(path, patterns, self.root)
+        return bool(patterns) and matches_any(path, patterns, self.root, parents=parents)
 
     def ignored_for(self, path: str | os.PathLike[str]) -> set[str]:
         ignored: set[str] = set()
@@ -121,8 +124,12 @@ class FileConfig:
         return ignored
 
 
-def matches_any(path: str | os.PathLike[str], patterns: Iterable[str], root: Path) -> bool:
-    """ruff-style matching: the path relative to root, any parent, or the name."""
+def matches_any(path: str | os.PathLike[str], patterns: Iterable[str], root: Path, *,
+                parents: bool = True) -> bool:
+    """ruff-style matching: the path relative to root, any parent, or the name.
+    parents=False: the path and its name only (a directory walk has already
+    decided the folders it went through, and a folder named on the command
+    line is checked even when a pattern names it, as ruff does)."""
     path = Path(path)
     absolute = path if path.is_absolute() else Path.cwd() / path
     try:
@@ -131,7 +138,8 @@ def matches_any(path: str | os.PathLike[str], patterns: Iterable[str], root: Pat
         relative = absolute.as_posix()
     candidates = {relative, absolute.as_posix(), path.name}
     parts = relative.split("/")
-    candidates.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    if parents:
+        candidates.update("/".join(parts[:i]) for i in range(1, len(parts)))
     for pattern in patterns:
         pattern = pattern.rstrip("/")
         if any(fnmatch.fnmatchcase(c, pattern) for c in candidates):
@@ -162,6 +170,13 @@ def _string_list(value: Any, where: str) -> list[str]:
     return value
 
 
+def _bool(value: Any, where: str) -> bool:
+    # TOML has booleans: "false" or 0 is a mistake, not a false value.
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    return value
+
+
 def parse_table(table: Any, source: Path) -> FileConfig:
     where = f"{source}: [tool.{CONFIG_TABLE}]"
     if not isinstance(table, dict):
@@ -184,6 +199,8 @@ def parse_table(table: Any, source: Path) -> FileConfig:
         config.exclude = _string_list(table["exclude"], f"{where} exclude")
     config.extend_exclude = _string_list(table.get("extend-exclude", []),
                                          f"{where} extend-exclude")
+    config.respect_gitignore = _bool(table.get("respect-gitignore", True),
+                                     f"{where} respect-gitignore")
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{where} per-file-ignores: expected a table of pattern = [codes]")

@@ -214,21 +214,72 @@ def check_module(module: ModuleInfo, project: Project, codes: frozenset[str]) ->
     """Run every enabled rule family over one module."""
     from .checkers import CHECKERS, Reporter  # the rule families, loaded on first use
 
-    reporter = Reporter(module.path, codes)
+    reporter = Reporter(module.path, codes, module.source)
     checkers = [cls(reporter, project) for cls in CHECKERS if cls.codes() & codes]
     if not checkers:
         return []
-    for fn in project.functions_in(module):
-        facts = fn.facts
-        for checker in checkers:
-            try:
+
+    def check() -> None:
+        for fn in project.functions_in(module):
+            facts = fn.facts
+            for checker in checkers:
                 checker.check_function(fn, facts)
-            except RecursionError:
-                # Pathologically deep expressions: say nothing rather than guess.
-                continue
-    for checker in checkers:
-        checker.check_module(module)
+        for checker in checkers:
+            checker.check_module(module)
+
+    # Deeply nested code is analysed, not skipped: a RecursionError even
+    # there is the file's internal error (the caller's to report), never a
+    # Function's findings silently dropped.
+    _with_room_to_recurse(check)
     return reporter.findings
+
+
+# The rules recurse with the code, a frame or two per level of an
+# expression, and the parser builds trees some 3,000 levels deep: a thousand
+# nested unary minus signs exceed Python's default limit of 1,000 frames.
+_CHECK_FRAMES = 50_000
+# The stack of the thread that checks (recursion through C code, such as
+# ast.unparse, takes C stack per level); reserved, committed only as used.
+_CHECK_STACK_BYTES = 512 << 20
+
+
+def _with_room_to_recurse(run: Callable[[], None]) -> None:
+    """run() with room for _CHECK_FRAMES frames: in a thread with a stack
+    large enough for them (the limit is raised while it runs), or in this
+    one, with the limit as it is, where no such thread can be started."""
+    import threading
+
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            run()
+        except BaseException as exc:  # raised again in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=target, name="autograd-lint-check", daemon=True)
+    limit = sys.getrecursionlimit()
+    try:
+        stack = threading.stack_size(_CHECK_STACK_BYTES)
+    except (ValueError, RuntimeError):  # the platform cannot size stacks
+        stack = None
+    if stack is not None:
+        try:
+            sys.setrecursionlimit(max(limit, _CHECK_FRAMES))
+            thread.start()
+        except RuntimeError:  # no thread to be had (memory, a limit on threads)
+            pass
+        finally:
+            threading.stack_size(stack)
+        try:
+            if thread.ident is not None:
+                thread.join()
+        finally:
+            sys.setrecursionlimit(limit)
+    if thread.ident is None:  # not started
+        run()
+    elif failed:
+        raise failed[0]
 
 
 @contextmanager
@@ -267,7 +318,7 @@ def lint_inputs(inputs: Iterable[SourceInput], *, scan_tree: bool = False,
     functions: also list the Function classes found (for the dynamic mode);
         the result cache is not used then.
     """
-    with _gc_paused():
+    with _gc_paused(), _workers_stop_with_run(jobs):
         run = _Run(list(inputs), scan_tree, prefilter, jobs, None if functions else cache)
         run.collect_functions = functions
         if keep is not None:
@@ -306,6 +357,177 @@ def _can_fork() -> bool:
     """Whether workers can be forked safely (they inherit the run as it is;
     fork is the default, and safe for us, on Linux only)."""
     return sys.platform.startswith("linux")
+
+
+# Worker processes stop with their run. Workers are forked while a run is in
+# progress (the analysis parts here, the pools of `scan_all`,
+# `dotted_references` and `SyntaxCheck`); a worker forked then is armed to die
+# with the process that forked it: on Linux the kernel kills it when that
+# process dies (PR_SET_PDEATHSIG: a SIGKILL of the run cannot be caught),
+# elsewhere a thread of the worker polls for a new parent. A run stopped by
+# SIGTERM kills its workers itself, then dies by the signal.
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_PARENT_POLL_SECONDS = 0.2
+
+
+class _Workers:
+    """What the fork hooks and the SIGTERM handler need (module state: a
+    forked child has its own copy)."""
+
+    runs = 0  # runs in progress in this process (a forked child inherits them)
+    owner = 0  # the process whose run installed `_terminated`
+    before: frozenset[int] = frozenset()  # the owner's children from before its run
+    forking = 0  # the process that is forking (set just before the fork)
+    from_main = True  # whether its main thread forks
+    prctl: Any = None  # libc's prctl where there is one
+    hooked = False  # the fork hooks are registered
+
+
+@contextmanager
+def _workers_stop_with_run(jobs: int | None) -> Iterator[None]:
+    """Within it, forked workers die with their parent and SIGTERM kills them
+    before the run dies by it (when this is the main thread and SIGTERM has
+    no handler); a run ending with an exception kills those still running."""
+    if jobs == 1 or not hasattr(os, "register_at_fork"):
+        yield  # one process (or no fork: spawned workers are not armed)
+        return
+    import signal
+    import threading
+
+    _hook_forks()
+    before = _children()
+    installed = _Workers.runs == 0 and \
+        threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    if installed:
+        _Workers.owner, _Workers.before = os.getpid(), before
+        signal.signal(signal.SIGTERM, _terminated)
+    _Workers.runs += 1
+    try:
+        yield
+    except BaseException:
+        _stop_workers(before)
+        raise
+    finally:
+        _Workers.runs -= 1
+        if installed and signal.getsignal(signal.SIGTERM) is _terminated:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _Workers.owner = 0
+
+
+def _children() -> frozenset[int]:
+    """The pids of this process's running multiprocessing children."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is None:  # none started, then
+        return frozenset()
+    return frozenset(child.pid for child in multiprocessing.active_children()
+                     if child.pid is not None)
+
+
+def _stop_workers(before: frozenset[int]) -> None:
+    """Kill this process's multiprocessing children but those in `before`."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is None:
+        return
+    workers = [child for child in multiprocessing.active_children()
+               if child.pid not in before]
+    for worker in workers:
+        try:
+            worker.kill()
+        except (OSError, ValueError):  # gone, or closed
+            pass
+    for worker in workers:
+        try:
+            worker.join(1.0)
+        except (OSError, ValueError, AssertionError):
+            pass
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM during a run: kill the workers, then die by the signal."""
+    import signal
+
+    if os.getpid() != _Workers.owner:  # a worker, forked before it reset this
+        os._exit(128 + signum)
+    _stop_workers(_Workers.before)
+    try:
+        sys.stderr.write("autograd-lint: terminated\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
+    os._exit(128 + signum)  # not reached: the signal ends the process
+
+
+def _hook_forks() -> None:
+    if _Workers.hooked:
+        return
+    _Workers.hooked = True
+    _Workers.prctl = _load_prctl()
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
+def _load_prctl() -> Any:
+    """libc's prctl on Linux; None elsewhere, or where it cannot be loaded."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+        prctl.restype = ctypes.c_int
+        return prctl
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def _before_fork() -> None:
+    import threading
+
+    _Workers.forking = os.getpid()
+    _Workers.from_main = threading.current_thread() is threading.main_thread()
+
+
+def _after_fork_in_child() -> None:
+    """In every child forked during a run: die with the parent."""
+    if _Workers.runs == 0:
+        return  # forked outside a run: none of ours
+    import signal
+
+    try:
+        if signal.getsignal(signal.SIGTERM) is _terminated:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a worker just dies
+    except ValueError:  # not the main thread: `_terminated` exits a worker too
+        pass
+    _Workers.owner = 0
+    parent = _Workers.forking or os.getppid()
+    armed = False
+    # The kernel sends the signal when the forking *thread* ends: armed only
+    # for a child of the main thread (that of a shorter-lived thread polls).
+    if _Workers.prctl is not None and _Workers.from_main:
+        try:
+            armed = _Workers.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except Exception:  # then poll instead
+            armed = False
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+    if not armed:
+        import threading
+
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True,
+                         name="autograd-lint-parent-watch").start()
+
+
+def _watch_parent(parent: int) -> None:
+    """In a worker without PR_SET_PDEATHSIG: exit once the parent is gone
+    (whatever the worker waits for, it waits for a process that died)."""
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_SECONDS)
+    os._exit(1)
 
 
 @dataclass
@@ -549,9 +771,13 @@ class _Run:
         try:
             for part in parts:
                 reader, writer = context.Pipe(duplex=False)
+                # The read ends this worker inherits (its own among them),
+                # for it to close: a write to a pipe without a reader then
+                # fails, never waits for one.
+                readers = [r for _, r in running] + [reader]
                 worker = context.Process(
-                    target=self._run_part, args=(scans, relevant, set(part), broken, writer),
-                    daemon=True)
+                    target=self._run_part,
+                    args=(scans, relevant, set(part), broken, writer, readers), daemon=True)
                 worker.start()
                 writer.close()
                 running.append((worker, reader))
@@ -574,8 +800,12 @@ class _Run:
         return results
 
     def _run_part(self, scans: ScanTable, relevant: list[str], part: set[str],
-                  broken: frozenset[str] | set[str], writer: Any) -> None:
-        """In a worker: analyse `part`, send what the parent keeps."""
+                  broken: frozenset[str] | set[str], writer: Any,
+                  readers: Sequence[Any] = ()) -> None:
+        """In a worker: analyse `part`, send what the parent keeps (`readers`:
+        the read ends of the parent's pipes, closed here)."""
+        for reader in readers:
+            reader.close()
         try:
             self.jobs = 1  # this worker has its core; no pools of its own
             errors_before = len(self.result.errors)
@@ -588,7 +818,10 @@ class _Run:
                 broken=self._broken, gradchecked=computed,  # type: ignore[arg-type]
                 sparse={p for p, sparse in self._sparse_parsed.items() if sparse}))
         except BaseException as exc:  # the parent analyses in one process instead
-            writer.send(_describe(exc))
+            try:
+                writer.send(_describe(exc))
+            except OSError:  # the pipe is broken: the parent is gone, so go too
+                pass
         finally:
             writer.close()
 
@@ -772,8 +1005,8 @@ class _Run:
         self._analyse(relevant)
         broken = check.broken()
         # Files parsed sparsely because a name led there: a whole run checks
-        # them whole too (in the background, with the others; never the
-        # files too large to parse whole).
+        # them whole too (in the background, with the others; the files too
+        # large to parse whole are checked piece by piece as they are parsed).
         late = [self._by_path[p] for p, sparse in self._sparse_parsed.items()
                 if sparse and p not in checked and self._sparse_candidate(self._by_path[p])]
         broken += SyntaxCheck(late, 1, self.cache).broken()
@@ -839,8 +1072,12 @@ class _Run:
             if huge or (self._may_parse_sparsely(source) and len(data) >= SPARSE_MIN_BYTES
                         and source.path not in self._whole_only):
                 entry.text, entry.module = self._sparse(source, scan, data, huge)
-                if entry.module is not None or huge:
+                if huge and entry.text is not None:  # (undecodable: parse_text says so)
+                    self._check_piecewise(entry, matters)
                     self._sparse_parsed[source.path] = entry.module is not None
+                    return entry
+                if entry.module is not None:
+                    self._sparse_parsed[source.path] = True
                     return entry
             entry.text, tree, syntax = parse_text(source.display, data)
             if syntax is not None:
@@ -855,6 +1092,19 @@ class _Run:
             self.result.errors.append((source.display, _describe(exc)))
             return None
         return entry
+
+    def _check_piecewise(self, entry: ParsedFile, matters: bool) -> None:
+        """The syntax check of a file too large to parse whole, statement
+        by statement (see sparse.syntax_error): one that does not parse is
+        reported (AGF000) and not analysed, as a smaller one would be."""
+        from .sparse import syntax_error
+
+        assert entry.text is not None
+        error = syntax_error(entry.text, entry.source.display)
+        if error is not None:
+            entry.module = None
+            if "AGF000" in entry.source.codes and matters:
+                entry.findings.append(syntax_finding(entry.source.display, error))
 
     def _sparse(self, source: SourceInput, scan: object, data: bytes,
                 huge: bool) -> tuple[str | None, ModuleInfo | None]:

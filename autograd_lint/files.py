@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
 # ruff's default exclusions, plus caches of our own.
 DEFAULT_EXCLUDES = frozenset({
@@ -19,15 +21,267 @@ def _is_virtualenv(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
 
 
+# ---------------------------------------------------------------------------
+# .gitignore: git's pattern semantics (gitignore(5)), read without running git
+# ---------------------------------------------------------------------------
+_POSIX_CLASSES = {
+    "alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "blank": " \\t", "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~",
+    "punct": "!-/:-@\\[-`{-~", "space": " \\t\\n\\r\\f\\v", "upper": "A-Z",
+    "xdigit": "0-9A-Fa-f",
+}
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    """One line of a .gitignore."""
+
+    regex: re.Pattern[str]
+    negated: bool  # `!pattern`: takes back what an earlier line ignored
+    directory_only: bool  # `pattern/`
+    basename: bool  # no slash in it: matched against the name, at any depth
+
+
+def _class_to_regex(pattern: str, start: int) -> tuple[str, int] | None:
+    """The bracket expression at pattern[start] (`[`) as a regex, and the
+    index after it; None where it is never closed (git then matches nothing)."""
+    i = start + 1
+    negated = i < len(pattern) and pattern[i] in "!^"
+    i += negated
+    items: list[str] = []
+    first = True
+    while i < len(pattern) and (pattern[i] != "]" or first):
+        first = False
+        if pattern.startswith("[:", i):
+            close = pattern.find(":]", i + 2)
+            if close < 0 or pattern[i + 2:close] not in _POSIX_CLASSES:
+                return None
+            items.append(_POSIX_CLASSES[pattern[i + 2:close]])
+            i = close + 2
+            continue
+        low, i = _class_char(pattern, i)
+        if low is None:
+            return None
+        if pattern.startswith("-", i) and i + 1 < len(pattern) and pattern[i + 1] != "]":
+            high, i = _class_char(pattern, i + 1)
+            if high is None:
+                return None
+            if low <= high:  # a reversed range matches nothing, as in git
+                items.append(f"{re.escape(low)}-{re.escape(high)}")
+            continue
+        items.append(re.escape(low))
+    if i >= len(pattern):
+        return None
+    body = "".join(items)
+    # A class never matches the `/` between folders.
+    if negated:
+        return f"[^/{body}]", i + 1
+    return (f"(?!/)[{body}]" if body else "(?!)"), i + 1
+
+
+def _class_char(pattern: str, i: int) -> tuple[str | None, int]:
+    if pattern[i] == "\\":
+        return (pattern[i + 1], i + 2) if i + 1 < len(pattern) else (None, i + 1)
+    return pattern[i], i + 1
+
+
+def _glob_to_regex(pattern: str) -> str | None:
+    """A gitignore glob as a regex for re.fullmatch on a `/`-separated path
+    (None: a malformed pattern, which git never matches)."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "*":
+            end = i
+            while end < len(pattern) and pattern[end] == "*":
+                end += 1
+            whole_part = (i == 0 or pattern[i - 1] == "/") and \
+                (end == len(pattern) or pattern[end] == "/")
+            if end - i >= 2 and whole_part:  # `**` as a whole part of the path
+                if end == len(pattern):
+                    out.append(".*")  # `dir/**`: everything inside
+                else:
+                    out.append("(?:.*/)?")  # `**/` : zero or more folders
+                    end += 1
+            else:
+                out.append("[^/]*")
+            i = end
+        elif char == "?":
+            out.append("[^/]")
+            i += 1
+        elif char == "[":
+            converted = _class_to_regex(pattern, i)
+            if converted is None:
+                return None
+            out.append(converted[0])
+            i = converted[1]
+        elif char == "\\":
+            if i + 1 == len(pattern):
+                return None  # a trailing backslash
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(char))
+            i += 1
+    return "".join(out)
+
+
+def _trim_trailing_spaces(line: str) -> str:
+    """Trailing spaces go, unless escaped (`\\ `)."""
+    end = len(line)
+    while end and line[end - 1] == " ":
+        backslashes = len(line[:end - 1]) - len(line[:end - 1].rstrip("\\"))
+        if backslashes % 2:
+            break
+        end -= 1
+    return line[:end]
+
+
+def parse_gitignore(text: str) -> tuple[IgnoreRule, ...]:
+    """The rules of a .gitignore's text, in order."""
+    rules: list[IgnoreRule] = []
+    for raw in text.removeprefix("\ufeff").split("\n"):
+        line = _trim_trailing_spaces(raw.removesuffix("\r"))
+        if not line or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        line = line[negated:]
+        directory_only = line.endswith("/")
+        line = line.rstrip("/") if directory_only else line
+        basename = "/" not in line
+        line = line.removeprefix("/")
+        regex = _glob_to_regex(line) if line else None
+        if regex is not None:
+            rules.append(IgnoreRule(re.compile(regex, re.DOTALL), negated, directory_only,
+                                    basename))
+    return tuple(rules)
+
+
+@dataclass(frozen=True)
+class IgnoreFile:
+    """A .gitignore (or `.git/info/exclude`) and the folder its patterns are
+    relative to, as a path from the repository's root ("" for the root)."""
+
+    base: str
+    rules: tuple[IgnoreRule, ...]
+    # Quick rejections: most paths match no line at all.
+    _names: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _paths: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        def combined(rules: list[IgnoreRule]) -> re.Pattern[str] | None:
+            alternatives = "|".join(f"(?:{r.regex.pattern})" for r in rules)
+            return re.compile(alternatives, re.DOTALL) if rules else None
+
+        object.__setattr__(self, "_names", combined([r for r in self.rules if r.basename]))
+        object.__setattr__(self, "_paths", combined([r for r in self.rules if not r.basename]))
+
+    def verdict(self, path: str, is_dir: bool) -> bool | None:
+        """True: ignored, False: taken back by a `!` line, None: no line matches."""
+        if self.base:
+            if not path.startswith(self.base + "/"):
+                return None
+            path = path[len(self.base) + 1:]
+        name = path.rpartition("/")[2]
+        if not ((self._names is not None and self._names.fullmatch(name)) or
+                (self._paths is not None and self._paths.fullmatch(path))):
+            return None
+        for rule in reversed(self.rules):  # the last matching line decides
+            if rule.directory_only and not is_dir:
+                continue
+            if rule.regex.fullmatch(name if rule.basename else path):
+                return not rule.negated
+        return None
+
+
+@dataclass(frozen=True)
+class GitIgnore:
+    """The ignore files in force in one folder of a repository, the least
+    binding first: `.git/info/exclude`, then each folder's .gitignore from
+    the root down (a deeper one overrides a higher one)."""
+
+    files: tuple[IgnoreFile, ...] = ()
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        """Whether git ignores `path` (from the repository's root, `/`-separated)."""
+        for ignore_file in reversed(self.files):
+            verdict = ignore_file.verdict(path, is_dir)
+            if verdict is not None:
+                return verdict
+        return False
+
+    def with_file(self, base: str, path: str) -> GitIgnore:
+        """With the ignore file at `path` (if it can be read) added on top."""
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "surrogateescape")
+        except OSError:
+            return self
+        rules = parse_gitignore(text)
+        return GitIgnore((*self.files, IgnoreFile(base, rules))) if rules else self
+
+
+def _repository_ignores(folder: str) -> GitIgnore:
+    """A repository's own rules: `.git/info/exclude` (for a submodule or a
+    worktree, `.git` is a file naming the git directory)."""
+    git = os.path.join(folder, ".git")
+    if os.path.isfile(git):
+        try:
+            with open(git, encoding="utf-8", errors="surrogateescape") as handle:
+                first = handle.readline().strip()
+        except OSError:
+            return GitIgnore()
+        if not first.startswith("gitdir:"):
+            return GitIgnore()
+        git = os.path.join(folder, first[len("gitdir:"):].strip())
+        with contextlib.suppress(OSError):  # a worktree shares its info/ with the main one
+            with open(os.path.join(git, "commondir"), encoding="utf-8") as handle:
+                git = os.path.join(git, handle.read().strip())
+    return GitIgnore().with_file("", os.path.join(git, "info", "exclude"))
+
+
+def _ignores_above(root: str) -> tuple[GitIgnore | None, str]:
+    """For a walk from `root`: the rules of the repository around it from its
+    root down to root's parent (root's own .gitignore is read on the way in),
+    and root's path in it. (None, ""): not in a repository, where git, and
+    ruff, read no .gitignore."""
+    folder = os.path.abspath(root)
+    below: list[str] = []
+    parent = os.path.dirname(folder)
+    while parent != folder:
+        below.append(os.path.basename(folder))
+        folder = parent
+        if os.path.exists(os.path.join(folder, ".git")):
+            break
+        parent = os.path.dirname(folder)
+    else:
+        return None, ""
+    ignores = _repository_ignores(folder)
+    parts = below[::-1]
+    for depth in range(len(parts)):
+        base = "/".join(parts[:depth])
+        ignores = ignores.with_file(base, os.path.join(folder, *parts[:depth], ".gitignore"))
+    return ignores, "/".join(parts)
+
+
 def iter_python_files(root: str | os.PathLike[str],
-                      excluded: Callable[[str, bool], bool]) -> Iterator[str]:
+                      excluded: Callable[[str, bool], bool], *,
+                      respect_gitignore: bool = True) -> Iterator[str]:
     """Paths (as text) of `.py` files under `root`, sorted, skipping excluded
-    and hidden-tool directories. excluded(path, is_dir) decides user
-    exclusions."""
-    stack = [os.fspath(root)]
-    visited: set[tuple[int, int]] = set()  # each real directory once: symlink loops end
+    and hidden-tool directories and, with respect_gitignore, what git ignores
+    (as ruff does). excluded(path, is_dir) decides user exclusions.
+
+    Links to directories met on the way are not followed (ruff does not
+    either): they mostly lead to virtual environments, dependencies or back
+    up the tree, and --fix must not write through them. `root` itself is
+    followed, and links to files are listed."""
+    start = os.fspath(root)
+    ignores, relative = _ignores_above(start) if respect_gitignore else (None, "")
+    stack: list[tuple[str, GitIgnore | None, str]] = [(start, ignores, relative)]
+    visited: set[tuple[int, int]] = set()  # each real directory once (bind mounts)
     while stack:
-        directory = stack.pop()
+        directory, ignores, relative = stack.pop()
         try:
             status = os.stat(directory)
             if (status.st_dev, status.st_ino) in visited:
@@ -36,20 +290,31 @@ def iter_python_files(root: str | os.PathLike[str],
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
             continue
-        subdirs: list[str] = []
+        if respect_gitignore:
+            names = {entry.name for entry in entries}
+            if ".git" in names:  # a repository (or submodule) of its own
+                ignores, relative = _repository_ignores(directory), ""
+            if ignores is not None and ".gitignore" in names:
+                ignores = ignores.with_file(relative, os.path.join(directory, ".gitignore"))
+        subdirs: list[tuple[str, GitIgnore | None, str]] = []
         here = directory == os.curdir  # show `ops.py`, not `./ops.py`
         for entry in entries:
             try:
-                is_dir = entry.is_dir()
+                is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
+            if not is_dir and not entry.name.endswith(".py"):
+                continue
             path = entry.name if here else entry.path
+            inner = f"{relative}/{entry.name}" if relative else entry.name
+            if ignores is not None and ignores.ignored(inner, is_dir):
+                continue
             if is_dir:
                 if entry.name in DEFAULT_EXCLUDES or entry.name.endswith(".egg-info") \
                         or _is_virtualenv(path) or excluded(path, True):
                     continue
-                subdirs.append(path)
-            elif entry.name.endswith(".py") and not excluded(path, False):
+                subdirs.append((path, ignores, inner))
+            elif not excluded(path, False):
                 try:
                     if entry.is_file():
                         yield path
@@ -60,7 +325,10 @@ def iter_python_files(root: str | os.PathLike[str],
 
 def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace (or create) the file in one step: a crash leaves the old file or
-    the new one, never half of one. An existing file keeps its permissions."""
+    the new one, never half of one. An existing file keeps its permissions.
+    A symlink at `path` is replaced by the file (what a cache wants of a link
+    planted in its folder); to write a link's target, pass the target
+    (`fix_destination`)."""
     import tempfile  # only runs that write pay for it
 
     directory = os.path.dirname(os.path.abspath(path))
@@ -80,6 +348,35 @@ def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def fix_roots(paths: Iterable[str]) -> tuple[str, ...]:
+    """The folders a fix may reach through a symlink: each directory named on
+    the command line and the project (see ProjectRoots) of each path named,
+    as real paths."""
+    projects = ProjectRoots()
+    roots: set[str] = set()
+    for path in paths:
+        if os.path.isdir(path):
+            roots.add(os.path.realpath(path))
+            path = os.path.join(path, "__init__.py")  # its project: from the folder itself
+        project = projects.of(path)
+        if project is not None:
+            roots.add(os.path.realpath(project))
+    return tuple(sorted(roots))
+
+
+def fix_destination(path: str, roots: Iterable[str]) -> str | None:
+    """The file a fix of `path` is written to: the file itself, or the file a
+    symlink on the way leads to (the link stays a link) when that is inside
+    one of `roots` (see fix_roots); None when it leads elsewhere: a link in
+    a tree must not let --fix rewrite files outside it."""
+    real = os.path.realpath(path)
+    if real == os.path.abspath(path):  # no link on the way
+        return real
+    if any(os.path.commonpath([real, root]) == root for root in roots):
+        return real
+    return None
 
 
 _TEST_FOLDERS = frozenset({"test", "tests"})

@@ -13,9 +13,9 @@ class Edit:
     """Replace the text from (line, column) to (end_line, end_column) with `text`.
 
     Positions use the ``ast`` convention of findings (1-based lines, 0-based
-    UTF-8 byte columns). Every line `text` adds after a newline starts with the
-    indentation of the line the edit starts on, so an inserted statement lines
-    up with the code around it whatever that code is indented with.
+    UTF-8 byte columns). `text` is literal: the rules' reporter gives every
+    line an edit adds the indentation of the line the edit starts on (and the
+    file's newline), so an inserted statement lines up with the code around it.
     """
 
     line: int

@@ -139,7 +139,7 @@ def apply_fixes(text: str, findings: list[Finding]) -> FixResult:
             for edit in finding.fix.edits:
                 start = lines.offset(edit.line, edit.column)
                 end = lines.offset(edit.end_line, edit.end_column)
-                spans.append((start, end, lines.indent(edit.text, edit.line)))
+                spans.append((start, end, edit.text))
         except IndexError:
             continue  # positions from another version of the file
         fresh = [span for span in spans if span not in seen_edits]
@@ -193,7 +193,9 @@ class FileChange:
 def plan_changes(findings: list[Finding], *, unsafe: bool,
                  paths: dict[str, str] | None = None) -> list[FileChange]:
     """One round of fixes over the files the findings are in. Files that are
-    not UTF-8 are left alone (rewriting them could change their bytes)."""
+    not UTF-8, or declare another encoding (a `coding:` cookie: the findings'
+    positions count in that decoding), are left alone: rewriting them could
+    change their bytes."""
     paths = paths or {}
     groups: dict[str, list[Finding]] = {}
     for finding in fixable(findings, unsafe=unsafe):
@@ -206,12 +208,24 @@ def plan_changes(findings: list[Finding], *, unsafe: bool,
                 data = handle.read()
             bom = data.startswith(b"\xef\xbb\xbf")
             text = data[3 if bom else 0:].decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+            if not _declares_utf8(data):
+                continue
+        except (OSError, UnicodeDecodeError, SyntaxError):
             continue
         result = apply_fixes(text, group)
         if result.applied:
             changes.append(FileChange(path, display, text, result.text, result.applied, bom))
     return changes
+
+
+def _declares_utf8(data: bytes) -> bool:
+    """Whether Python reads the file as UTF-8 (no cookie, or a UTF-8 one);
+    raises SyntaxError for an unknown encoding."""
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return encoding in ("utf-8", "utf-8-sig")
 
 
 def unified_diff(change: FileChange) -> str:

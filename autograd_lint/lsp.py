@@ -9,20 +9,30 @@ arrives while a change waits for its debounce lints the new text first; a
 client need not echo diagnostics' `data`). Positions use the encoding the
 client and server agreed on (UTF-8, UTF-16 or UTF-32). A change to a
 pyproject.toml the configuration came from (or a new one nearer the file) is
-read at the next lint, and the other open files are linted again. A half-typed buffer is
-AGF000 at the error; an internal error on one buffer is logged and the server
-stays up. The dynamic mode never runs here: the server never imports or
-executes the code being edited.
+read at the next lint, and the other open files are linted again. The
+project's file list is walked once and walked again only when one of its
+folders changed on disk (a file added, removed or renamed), not per lint. A
+half-typed buffer is AGF000 at the error; an internal error on one buffer is
+logged and the server stays up; a request it cannot read is answered with an
+error; a stream whose framing broke ends the server (status 2), so that the
+editor starts a new one. The dynamic mode never runs here: the server never
+imports or executes the code being edited.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import os
 import re
+import sys
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from . import __version__
@@ -36,14 +46,137 @@ SEVERITY = {"error": types.DiagnosticSeverity.Error,
             "info": types.DiagnosticSeverity.Information}
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+\d+(?:[\s,]+[A-Za-z]+\d+)*))?",
                    re.IGNORECASE)
+# A header line: a field name (an RFC 9110 token), a colon, a value.
+_HEADER = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*\r?\n")
+EXIT_BROKEN_STREAM = 2  # the command line's status for an error
 
 log = logging.getLogger(__name__)
+
+
+class BrokenStream(Exception):
+    """The client's stream lost its framing: where the next message starts
+    can no longer be known."""
+
+
+class FramedInput:
+    """stdin as pygls reads it (header lines, then `read` of the body),
+    checking the framing pygls takes on trust. pygls skips a header block
+    without a readable Content-Length and then reads every later body as
+    header lines: the server would live on, deaf. Here that (and a body cut
+    short) raises BrokenStream instead."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._length: int | None = None  # this message's Content-Length
+        self._started = False  # a header line of this message was read
+
+    def readline(self) -> bytes:
+        line = self._stream.readline()
+        if not self._started and not line.strip():
+            return line  # the end of the stream, or a stray blank line, between messages
+        self._started = True
+        if not line.endswith(b"\n"):
+            raise BrokenStream("the stream ended inside a message's headers")
+        if not line.strip():
+            if self._length is None:
+                raise BrokenStream("a message without a Content-Length header")
+            if self._length == 0:  # no body to read (nor a message to handle)
+                self._length, self._started = None, False
+            return b"\r\n"
+        header = _HEADER.fullmatch(line)
+        if header is None:
+            raise BrokenStream(f"not a header line: {line[:60]!r}")
+        if header.group(1).lower() != b"content-length":
+            return line
+        self._length = _content_length(header.group(2))
+        return b"Content-Length: %d\r\n" % self._length  # the one spelling pygls reads
+
+    def read(self, size: int) -> bytes:
+        body = self._stream.read(size)
+        self._length, self._started = None, False
+        if len(body) != size:
+            raise BrokenStream(f"the stream ended {len(body)} bytes into a body of {size}")
+        return body
+
+
+def _content_length(value: bytes) -> int:
+    if not value.isdigit():  # ASCII digits only: no sign, no space
+        raise BrokenStream(f"a bad Content-Length: {value[:30]!r}")
+    return int(value)
+
+
+class AutogradLintProtocol(LanguageServerProtocol):
+    """pygls' protocol, answering the requests it would leave unanswered:
+    lsprotocol refuses a negative position, and pygls then drops the whole
+    request without a reply (the client waits for ever)."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        # Called for every JSON object of a message, innermost first.
+        if "jsonrpc" in data and data.get("method") == types.TEXT_DOCUMENT_CODE_ACTION:
+            data = {**data, "params": _clamped(data.get("params"))}
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "jsonrpc" in data and "method" in data and "id" in data:
+                self._send_response(data["id"], error=exc.to_response_error())
+            raise
+
+
+def _clamped(value: Any) -> Any:
+    """The JSON value with each position's negative line or character read
+    as 0 (before the start of the file or line: its start)."""
+    if isinstance(value, list):
+        return [_clamped(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"line", "character"}:
+        return {key: max(number, 0) if isinstance(number, int) else number
+                for key, number in value.items()}
+    return {key: _clamped(item) for key, item in value.items()}
+
+
+Stamp = tuple[int, int, int] | None
+
+
+class TreeStamps:
+    """The folders the last walk of the projects listed, each with its stamp
+    when first seen (before its listing was read). A file added, removed or
+    renamed changes its folder's stamp, and so does an edit of the folder's
+    .gitignore: comparing them costs two stats per folder, where walking
+    again costs seconds in a large tree."""
+
+    def __init__(self) -> None:
+        self._stamps: dict[str, tuple[Stamp, Stamp]] = {}
+
+    def note(self, directory: str) -> None:
+        if directory not in self._stamps:
+            self._stamps[directory] = _stamp(directory)
+
+    def changed(self) -> bool:
+        return any(_stamp(directory) != stamp for directory, stamp in self._stamps.items())
+
+    def clear(self) -> None:
+        self._stamps.clear()
+
+
+def _stamp(directory: str) -> tuple[Stamp, Stamp]:
+    """The folder's stamp and its .gitignore's (which entries a walk skips)."""
+    return _stat(directory), _stat(os.path.join(directory, ".gitignore"))
+
+
+def _stat(path: str) -> Stamp:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_ino, status.st_mtime_ns, status.st_size
 
 
 class AutogradLintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("autograd-lint", __version__,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=AutogradLintProtocol)
         self.pending: dict[str, asyncio.TimerHandle] = {}
         # By uri: the document version linted and its findings (code actions).
         self.linted: dict[str, tuple[int | None, list[Finding]]] = {}
@@ -54,8 +187,15 @@ class AutogradLintServer(LanguageServer):
         from .context import BufferLinter
 
         # Lints a buffer as the command line lints a named file, keeping each
-        # project's file list and scans between lints.
-        self.linter = BufferLinter()
+        # project's file list (until `tree` says a folder changed) and scans
+        # between lints.
+        self.linter = BufferLinter(refresh_seconds=math.inf)
+        self.tree = TreeStamps()
+
+    def forget_files(self) -> None:
+        """The projects' file lists may be stale: walk them at the next lint."""
+        self.linter.forget()
+        self.tree.clear()
 
 
 def position_encoding(server: AutogradLintServer) -> str:
@@ -86,12 +226,22 @@ def codes_for(server: AutogradLintServer, path: str) -> frozenset[str]:
 def lint_document(server: AutogradLintServer, uri: str) -> list[Finding]:
     """The buffer's findings, as `autograd-lint check FILE` reports them for
     this text (the other files of its project as they are on disk)."""
+    from .context import project_root
+
     document = server.workspace.get_text_document(uri)
     path = to_fs_path(uri) or uri
     config = server.configs.for_path(path, is_dir=False)
+    if server.tree.changed():  # a file was added, removed or renamed
+        server.forget_files()
+    root = project_root(path)
+    if root is not None:
+        server.tree.note(root)  # stamped before a walk lists it
 
     def excluded(candidate: str, is_dir: bool) -> bool:
-        return server.configs.for_path(candidate, is_dir=is_dir).is_excluded(candidate)
+        skip = server.configs.for_path(candidate, is_dir=is_dir).is_excluded(candidate)
+        if is_dir and not skip:  # the walk lists it next
+            server.tree.note(candidate)
+        return skip
 
     result = server.linter.lint(path, document.source.encode("utf-8"), codes_for(server, path),
                                 excluded, config.root)
@@ -136,7 +286,7 @@ def publish(server: AutogradLintServer, uri: str) -> None:
     if server.configs.stale():  # a pyproject.toml was edited, added or removed
         server.configs = ConfigFinder(Path.cwd())
         server.reported_errors.clear()
-        server.linter.forget()  # its exclusions may list other files
+        server.forget_files()  # its exclusions may list other files
         for other in list(server.linted):
             if other != uri:
                 schedule(server, other, 0)
@@ -203,7 +353,7 @@ def code_actions(server: AutogradLintServer,
             edits = [types.TextEdit(range=types.Range(
                          start=_position(lines, e.line, e.column, encoding),
                          end=_position(lines, e.end_line, e.end_column, encoding)),
-                         new_text=lines.indent(e.text, e.line))
+                         new_text=e.text)  # literal (see Reporter._literal)
                      for e in fix.edits]
             actions.append(types.CodeAction(
                 title=f"{fix.title} ({finding.code})" + ("" if fix.safe else " [unsafe]"),
@@ -275,7 +425,8 @@ def build_server() -> AutogradLintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AutogradLintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.linter.forget()  # the disk changed: the project is walked again
+        # The project is not walked again: a new file shows in its folder's
+        # stamp, and each lint reads the files that changed.
         schedule(ls, params.text_document.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -296,5 +447,12 @@ def build_server() -> AutogradLintServer:
 
 
 def serve() -> None:
-    """Run the server on stdin/stdout until the client says exit."""
-    build_server().start_io()
+    """Run the server on stdin/stdout until the client says exit. A broken
+    stream ends the process with a non-zero status: editors then start the
+    server again, as they do for other language servers."""
+    try:
+        build_server().start_io(stdin=FramedInput(sys.stdin.buffer))
+    except BrokenStream as exc:
+        sys.stderr.write(f"autograd-lint: error: the editor's stream is broken ({exc}); "
+                         "exiting so that the editor starts the server again\n")
+        raise SystemExit(EXIT_BROKEN_STREAM) from None

@@ -12,6 +12,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from .findings import Finding
+from .lines import LINE_BREAK
 
 _LINE = re.compile(r"#\s*noqa(?![\w-])(?::\s*(?P<codes>[A-Za-z]+\d+(?:[\s,]+[A-Za-z]+\d+)*))?",
                    re.IGNORECASE)
@@ -54,7 +55,7 @@ def _comments(source: str) -> list[tuple[int, str, bool]]:
                 found.append((token.start[0], token.string, alone))
     except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
         # Unterminated constructs: fall back to a plain scan of the lines.
-        for number, line in enumerate(source.splitlines(), 1):
+        for number, line in enumerate(LINE_BREAK.split(source), 1):  # as the parser counts
             index = line.find("#")
             if index >= 0:
                 found.append((number, line[index:], not line[:index].strip()))

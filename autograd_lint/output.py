@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 from urllib.parse import quote
 
 from .findings import Finding
@@ -58,7 +58,8 @@ def render_text(findings: list[Finding], stream: TextIO, lines: SourceLines | No
     """`path:line:col: CODE [*] [name] message` per finding, the column
     1-based and counted in characters as ruff and flake8 show it (so editors
     and terminals jump to the right place); `[*]`: a safe fix exists. The
-    full style adds the source line, a caret, the advice and the rule page."""
+    concise style shows what is wrong; the full style adds the source line, a
+    caret, the advice and the rule page."""
     lines = lines if lines is not None else SourceLines()
 
     def paint(text: str, *codes: str) -> str:
@@ -71,10 +72,10 @@ def render_text(findings: list[Finding], stream: TextIO, lines: SourceLines | No
         if style.links:
             code = f"\x1b]8;;{RULES[f.code].url}\x1b\\{code}\x1b]8;;\x1b\\"
         where = paint(f"{f.path}:{f.line}:{column + 1}:", _BOLD)
-        if not style.full:
-            stream.write(f"{where} {code}{fixable} [{f.name}] {f.message}\n")
-            continue
         head, advice = split_message(f.message)
+        if not style.full:  # one short line: the advice is the full format's `help`
+            stream.write(f"{where} {code}{fixable} [{f.name}] {head}\n")
+            continue
         stream.write(f"{where} {code}{fixable} [{f.name}] {head}\n")
         _write_source(stream, lines, f, column, paint)
         if advice:
@@ -161,6 +162,28 @@ def render_statistics(findings: list[Finding], stream: TextIO) -> None:
 # ---------------------------------------------------------------------------
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 _GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+def json_findings(findings: list[Finding], lines: SourceLines, *,
+                  dynamic: bool = False) -> list[dict[str, Any]]:
+    """The JSON output: columns (of findings and of their fixes' edits) are
+    0-based and count characters, as ruff's do, not the UTF-8 bytes of the
+    `ast` convention findings carry inside."""
+    def character(path: str, line: int | None, column: int | None) -> int | None:
+        if line is None or column is None:
+            return column
+        return lines.character_column(path, line, column)
+
+    found = []
+    for finding in findings:
+        data = finding.to_json(dynamic=dynamic)
+        data["column"] = character(finding.path, finding.line, finding.column)
+        data["end_column"] = character(finding.path, finding.end_line, finding.end_column)
+        for edit in data["fix"]["edits"] if data["fix"] else ():
+            edit["column"] = character(finding.path, edit["line"], edit["column"])
+            edit["end_column"] = character(finding.path, edit["end_line"], edit["end_column"])
+        found.append(data)
+    return found
+
+
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 

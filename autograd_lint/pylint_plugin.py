@@ -24,6 +24,9 @@ checkers.
 """
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pylint.checkers import BaseChecker
@@ -94,6 +97,20 @@ def _located(module: nodes.Module, finding: Finding) -> nodes.NodeNG:
     return module
 
 
+@contextlib.contextmanager
+def _import_path(path: Sequence[str]) -> Iterator[None]:
+    """sys.path as it was when the plugin loaded, for the engine's imports
+    (lazy ones included). While it lints, pylint puts the linted folders
+    first on sys.path: a repository's own `hashlib.py` would be imported,
+    its code run, in place of the standard library's."""
+    linting = sys.path[:]
+    sys.path[:] = path
+    try:
+        yield
+    finally:
+        sys.path[:] = linting
+
+
 class ModuleFindings:
     """The engine's findings for the module pylint is on, computed once and
     shared by the checkers (each reports its own codes)."""
@@ -102,6 +119,8 @@ class ModuleFindings:
         self.linter = linter
         self._module: nodes.Module | None = None
         self._findings: list[Finding] = []
+        # Made at load time (register), before pylint adds the linted folders.
+        self._import_path = tuple(sys.path)
 
     def for_module(self, node: nodes.Module) -> list[Finding]:
         if node is not self._module:
@@ -110,12 +129,10 @@ class ModuleFindings:
         return self._findings
 
     def _check(self, node: nodes.Module) -> list[Finding]:
-        from .engine import decode_source, lint_source
         from .registry import RULES
 
         with node.stream() as stream:
             data = stream.read()
-        source = decode_source(data) if isinstance(data, bytes) else data
         codes = frozenset(code for code, rule in RULES.items()
                           if code not in NOT_IN_PYLINT and any(
                               self.linter.is_message_enabled(symbol)
@@ -123,7 +140,11 @@ class ModuleFindings:
         if not codes:
             return []
         path = node.file or node.name
-        return lint_source(source, path, codes, module_name=(node.name, node.package))
+        with _import_path(self._import_path):
+            from .engine import decode_source, lint_source
+
+            source = decode_source(data) if isinstance(data, bytes) else data
+            return lint_source(source, path, codes, module_name=(node.name, node.package))
 
 
 class _AutogradLintChecker(BaseChecker):
@@ -181,7 +202,9 @@ CHECKERS = (CtxStateChecker, StructureChecker, GradientChecker, TextbookChecker)
 
 
 def register(linter: PyLinter) -> None:
-    """pylint's plugin hook."""
+    """pylint's plugin hook (called before pylint changes sys.path to lint)."""
+    from . import engine  # noqa: F401  # its imports, from the standard library, now
+
     shared = ModuleFindings(linter)
     for checker in CHECKERS:
         linter.register_checker(checker(linter, shared))

@@ -86,6 +86,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         [str(p) for p in config.getini("autograd_gradcheck_paths")] or \
         [arg.split("::", 1)[0] for arg in config.args]
     targets = list(_functions(paths))
+    if not targets:
+        _say(config, f"--autograd-gradcheck: no custom autograd Function in "
+                     f"{', '.join(paths)}; name the folder that defines them "
+                     "(`--autograd-gradcheck-path src/`)")
     shared = Counter((t.display, t.qualname) for t in targets)
     for target in targets:
         # Two classes of one name in a file: the line tells their tests apart.
@@ -93,7 +97,23 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             else f"{target.qualname}@{target.line}"
         items.append(GradcheckItem.from_parent(
             session, name=f"gradcheck[{label}]",
-            nodeid=f"{target.display}::gradcheck[{label}]", target=target))
+            nodeid=f"{_node_path(target.path, config)}::gradcheck[{label}]", target=target))
+
+
+def _node_path(path: str, config: pytest.Config) -> str:
+    """A node id's path, relative to pytest's rootdir as its own are (with no
+    path given, pytest hands plugins absolute ones)."""
+    absolute = os.path.abspath(path)
+    root = str(config.rootpath)
+    if os.path.commonpath([absolute, root]) != root:
+        return path
+    return Path(os.path.relpath(absolute, root)).as_posix()
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line, yellow=True)
 
 
 def _functions(paths: list[str]) -> Iterator[FunctionTarget]:

@@ -18,33 +18,32 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .scan import FileScan, checks_gradients
+from .scan import FileScan, checks_gradients, class_headers
 
 if TYPE_CHECKING:
     from .model import ModuleNamer
 
 def read_source(path: str, texts: Mapping[str, bytes] | None) -> bytes | None:
     """A file's bytes: an editor's text where `texts` holds one, else the
-    disk's (None if it cannot be read)."""
-    from .scan import read_file
+    disk's (None if it cannot be read), its lines ending in "\\n" as the
+    scan's do (the searches here read lines)."""
+    from .scan import newlines_as_lf, read_file
 
     text = texts.get(path) if texts else None
-    return text if text is not None else read_file(path)
+    data = text if text is not None else read_file(path)
+    return newlines_as_lf(data) if data is not None else None
 
 
 _FUNCTION_CLASSES = frozenset({"Function", "InplaceFunction"})
 # First components of dotted bases that lead to torch's Function class.
 _TORCH_PREFIXES = frozenset({"torch", "autograd", "function"})
 
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.M)
+_IMPORT = re.compile(r"^[ \t\f]*(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.M)
 _ASSIGNMENT = re.compile(r"^\w+[ \t]*(?::[^=\n]+)?=[ \t]*[\w.]+[ \t]*$")
-# No leading \b: it would cost the regex engine its fast literal search.
-_HEADER = re.compile(r"class[ \t]+\w+[ \t]*\(([^)]*)\)")
-_BASE = re.compile(r"[A-Za-z_][\w.]*")
 _REFERENCE = re.compile(
     r"(?<!\w)([A-Z_]\w*)\s*\(|([A-Za-z_]\w*)\.(?:apply|forward|backward|vjp|jvp)\b")
 _FIRST_WORD = re.compile(r"\s*(\w+)")
-_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]", re.M)
+_DEFINITION = re.compile(r"^[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t\f]", re.M)
 
 
 def is_function_base(expression: str, aliases: frozenset[str], candidates: Iterable[str]) -> bool:
@@ -474,14 +473,12 @@ def statement_keeper(relevance: Relevance, path: str,
             return True
         if _one_line(chunk) and _ASSIGNMENT.match(chunk.strip()):
             return True
-        if "class" in chunk:
-            for match in _HEADER.finditer(chunk):
-                start = match.start()
-                if start and (chunk[start - 1].isalnum() or chunk[start - 1] == "_"):
-                    continue
-                if any(is_function_base(b, aliases, candidates)
-                       for b in _BASE.findall(match.group(1))):
-                    return True
+        # Headers read as the scan reads them (which found the candidates).
+        if "class" in chunk and any(
+                is_function_base(base, aliases, candidates)
+                for _, bases in class_headers(chunk.encode("utf-8", "surrogatepass"))
+                for base in bases):
+            return True
         if words is not None and any(name in chunk for name in reachable) and \
                 words.search(chunk) is not None:
             return True

@@ -16,17 +16,34 @@ from typing import NamedTuple
 
 from .files import is_test_path
 
+# A class header up to its bases, `class Name(` or `class Name[T](` (type
+# parameters, Python 3.12+), with whitespace between the words as the parser
+# reads it: spaces, tabs, form feeds, backslash continuations (and vertical
+# tabs: a syntax error, but the file of a Function must be found to say so).
+_SPACE = rb"(?:[ \t\f\v]|\\(?:\r\n?|\n))"
+_HEADER = re.compile(rb"class" + _SPACE + rb"+(\w+)" + _SPACE + rb"*([\[(])")
+_SPACES = re.compile(_SPACE + rb"*")
+# What may come before `class` (a line's start, after its indentation).
+_BEFORE_CLASS = frozenset(b" \t\n\f\v;")
 # Bases end at ")" (or at ":" in a header broken by a missing ")": the file
-# still matters, to report that it does not parse).
-_HEADER = re.compile(rb"class[ \t]+(\w+)[ \t]*\(([^):]*)[):]")
+# still matters, to report that it does not parse). Most hold no bracket and
+# no comment; the others are read token by token (see _bracketed).
+_PLAIN_BASES = re.compile(rb"([^()\[\]{}:#]*)[):]")
+_BRACKET_TOKEN = re.compile(rb"[^()\[\]{}:#]+|#[^\n]*|[\s\S]")
+_BRACKET_DEPTH = {ord("("): 1, ord("["): 1, ord("{"): 1, ord(")"): -1, ord("]"): -1,
+                  ord("}"): -1}
+# Headers longer than this are read no further (a bracket never closed).
+_MAX_HEADER_BYTES = 10_000
 _BASE = re.compile(rb"[A-Za-z_][\w.]*")
 # On a line mentioning Function/autograd: names bound to torch's Function
 # classes or modules (`import ... Function as F`, `F = torch.autograd.Function`,
 # `import torch.autograd as ag`).
+# (Form feeds are whitespace to the parser, as spaces and tabs are.)
 _ALIAS = re.compile(rb"\b(?:Function|InplaceFunction|autograd|function)\s+as\s+(\w+)"
-                    rb"|^[ \t]*(\w+)\s*=\s*[\w.]*\b(?:Function|autograd)\b\s*$")
-_FROM_IMPORT = re.compile(rb"[ \t]*from[ \t]+([\w.]+)[ \t]+(import)[ \t]+(\([^)]*\)|[^\n#;]*)")
-_IMPORT = re.compile(rb"[ \t]*import[ \t]+([^\n#;]*)")
+                    rb"|^[ \t\f]*(\w+)\s*=\s*[\w.]*\b(?:Function|autograd)\b\s*$")
+_FROM_IMPORT = re.compile(
+    rb"[ \t\f]*from[ \t\f]+([\w.]+)[ \t\f]+(import)[ \t\f]+(\([^)]*\)|[^\n#;]*)")
+_IMPORT = re.compile(rb"[ \t\f]*import[ \t\f]+([^\n#;]*)")
 _NAME = re.compile(rb"[A-Za-z_][\w.]*")
 _GRADCHECK_CALL = re.compile(rb"\b(?:gradcheck|gradgradcheck|opcheck)[ \t]*\(")
 # A reference test (AGF301) differentiates (`.backward(`, `autograd.grad(`)
@@ -86,15 +103,53 @@ def _line_around(data: bytes, offset: int) -> bytes:
     return data[start: end if end >= 0 else len(data)]
 
 
-def _headers(data: bytes) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def class_headers(data: bytes) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(class name, base expressions) of each class header in source bytes
+    whose lines end in "\\n" (see newlines_as_lf)."""
     found = []
     for start in _occurrences(data, b"class"):
-        if start == 0 or data[start - 1] in b" \t\n;":
+        if start == 0 or data[start - 1] in _BEFORE_CLASS:
             match = _HEADER.match(data, start)
-            if match is not None:
-                bases = tuple(w.decode("latin-1") for w in _BASE.findall(match.group(2)))
-                found.append((match.group(1).decode("latin-1"), bases))
+            bases = _bases(data, match) if match is not None else None
+            if bases is not None:
+                words = tuple(w.decode("latin-1") for w in _BASE.findall(bases))
+                found.append((match.group(1).decode("latin-1"), words))  # type: ignore[union-attr]
     return tuple(found)
+
+
+def _bases(data: bytes, header: re.Match[bytes]) -> bytes | None:
+    """The text of a header's bases, comments left out; None if none follow."""
+    position = header.end()
+    if header.group(2) == b"[":  # type parameters: `[T: (int, str)]`
+        end = _bracketed(data, position, stop_at_colon=False)[0]
+        if end is None:
+            return None
+        position = _SPACES.match(data, end).end()  # type: ignore[union-attr]
+        if data[position:position + 1] != b"(":
+            return None
+        position += 1
+    plain = _PLAIN_BASES.match(data, position)
+    if plain is not None:
+        return plain.group(1)
+    return _bracketed(data, position, stop_at_colon=True)[1]
+
+
+def _bracketed(data: bytes, position: int, *, stop_at_colon: bool) -> tuple[int | None, bytes]:
+    """From inside an open bracket at `position`: the offset after the
+    bracket closing it (None if none does before the header's length runs
+    out), and the text before it without comments. With `stop_at_colon`, a
+    colon outside nested brackets ends it too (a missing ")")."""
+    depth = 0
+    parts = []
+    limit = min(len(data), position + _MAX_HEADER_BYTES)
+    for token in _BRACKET_TOKEN.finditer(data, position, limit):
+        first = data[token.start()]
+        depth += _BRACKET_DEPTH.get(first, 0)
+        if depth < 0 or (first == ord(":") and depth == 0 and stop_at_colon):
+            return token.end(), b"".join(parts)
+        if first != ord("#"):
+            parts.append(token.group())
+    return None, b"".join(parts)
 
 
 def _aliases(data: bytes) -> frozenset[str]:
@@ -135,6 +190,14 @@ def wide_encoding(data: bytes) -> str | None:
     return "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else None
 
 
+def newlines_as_lf(data: bytes) -> bytes:
+    """The bytes with every line ending "\\n": the parser ends lines at
+    "\\r\\n" and at a lone "\\r" (old Mac files) too, the scan only at "\\n"."""
+    if b"\r" not in data:
+        return data
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
 def scan_bytes(path: str, data: bytes) -> FileScan:
     encoding = wide_encoding(data)
     if encoding is not None:  # scan its text, so that such a file is not skipped
@@ -142,10 +205,11 @@ def scan_bytes(path: str, data: bytes) -> FileScan:
             data = data.decode(encoding).encode("utf-8")
         except UnicodeError:
             pass
+    data = newlines_as_lf(data)
     mentions = b"Function" in data or b"autograd" in data
     return FileScan(
         path=path,
-        headers=_headers(data),
+        headers=class_headers(data),
         aliases=_aliases(data) if mentions else frozenset(),
         imports=_imports(data),
         gradcheck=checks_gradients(data, path),

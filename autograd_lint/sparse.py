@@ -5,13 +5,13 @@ A big module may hold one small Function class among thousands of lines.
 the Function classes, statements naming a Function) and blanks every other
 line, so the result parses to an AST with the original line and column
 numbers. Statement boundaries come from a cheap scan: a top-level statement
-starts on a line whose first character is code (not blank, a comment or a
-closing bracket), that is not inside a multi-line string, and that does not
-continue the line before (an open bracket, a trailing comma or operator, a
-leading operator or `and`/`or`/comprehension clause). Every doubt joins
-statements, which costs only time. A wrong split leaves a piece with an
-unmatched bracket or a dangling operator, so the sparse text fails to parse
-and the caller parses the whole file.
+starts on a line whose first character is code (not blank, a comment, a
+closing bracket or a lone backslash), that is not inside a multi-line
+string, and that does not continue the line before (an open bracket, a
+trailing comma or operator, a leading operator or `and`/`or`/comprehension
+clause). Every doubt joins statements, which costs only time. A wrong split
+leaves a piece with an unmatched bracket or a dangling operator, so the
+sparse text fails to parse and the caller parses the whole file.
 
 A large kept class that is not kept for its own header (a test class with a
 Function defined in one of its methods, a code generator that names a
@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable
+from itertools import accumulate
 
 # Skip code, comments and one-line strings up to the next triple-quoted string
 # (all inside the regex engine), then take that string. Every alternative can
@@ -38,7 +39,14 @@ _SKIP_TO_TRIPLE = re.compile(
     r"(?P<triple>\"\"\"(?:[^\"\\]++|\\.?|\"(?!\"\"))*+(?:\"\"\"|\Z)"
     r"|'''(?:[^'\\]++|\\.?|'(?!''))*+(?:'''|\Z)|\Z)",
     re.S)
-_COLUMN_ZERO = re.compile(r"^[^\s#)\]}]", re.M)
+# A statement starts with code: not a blank line, a comment, a closing
+# bracket, nor a lone backslash (it joins the next line, indentation and
+# all: after `\` at column 0, an indented `def` goes on the class above).
+_STATEMENT_START = r"[^\s#)\]}\\]"
+# A form feed sets the parser's column back to 0: only what follows the
+# last one on a line is indentation.
+_FORM_FEED_INDENT = r"(?:[ \t\f]*\f)?"
+_COLUMN_ZERO = re.compile("^" + _FORM_FEED_INDENT + _STATEMENT_START, re.M)
 _INDENT = re.compile(r"[ \t]*")
 _WORD = re.compile(r"\w+")
 _CONTINUATIONS = ("else", "elif", "except", "finally", "case")
@@ -72,10 +80,10 @@ def top_level_chunks(text: str, indent: str = "") -> list[Chunk]:
     starts: list[tuple[int, int]] = []
     line, counted_to = 0, 0
     starts_at = _COLUMN_ZERO if not indent else \
-        re.compile("^" + re.escape(indent) + r"[^\s#)\]}]", re.M)
+        re.compile("^" + _FORM_FEED_INDENT + re.escape(indent) + _STATEMENT_START, re.M)
     for match in starts_at.finditer(text):
         line_start = match.start()
-        offset = line_start + len(indent)  # the statement's first character
+        offset = match.end() - 1  # the statement's first character
         index = bisect.bisect_right(span_starts, offset) - 1
         if index >= 0 and spans[index][0] < offset < spans[index][1]:
             continue  # inside a multi-line string
@@ -147,11 +155,8 @@ def parse_sparse(text: str, keep: Callable[[str], bool], filename: str, *,
     and the ones that do not parse are left out."""
     import ast
 
-    if "\r" in text:  # the parser ends lines at "\r" too
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    # Lines end at "\n" only, as for the parser (str.splitlines would also
-    # break at form feeds and other separators the parser treats as spaces).
-    lines = text.split("\n")
+    lines = _lines(text)
+    text = "\n".join(lines)
     kept = [c for c in top_level_chunks(text) if keep(_text(lines, c))]
     split = [piece for chunk in kept for piece in _kept_members(lines, chunk, keep)]
     limit = max_fraction * max(len(lines), 1)
@@ -179,8 +184,100 @@ def parse_sparse(text: str, keep: Callable[[str], bool], filename: str, *,
     return ast.Module(body=body, type_ignores=[])
 
 
+def _lines(text: str) -> list[str]:
+    """The lines of a text as the parser ends them: at "\\n", "\\r\\n" and
+    "\\r" (str.splitlines would also break at form feeds and other
+    separators the parser treats as spaces)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.split("\n")
+
+
 def _text(lines: list[str], chunk: Chunk) -> str:
     return "\n".join(lines[chunk[0]:chunk[1]])
+
+
+# Pieces of about this many characters are parsed at a time (a statement
+# longer than that is one piece): a parse takes some 200 bytes of memory
+# per character of source.
+_CHECK_PIECE_CHARS = 1 << 18
+_PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+def syntax_error(text: str, filename: str) -> Exception | None:
+    """The error a whole parse of `text` raises (None if it parses), found
+    piece by piece, pieces of top-level statements: a file too large to
+    parse whole costs the memory its largest piece takes.
+
+    The pieces before a piece parse, so it starts a statement. If it does
+    not parse though its tokens end within it (no bracket, string or
+    backslash continuation left open), the file does not parse: the text
+    from there is parsed once more, to the error (a parse that fails builds
+    no tree), for the error a whole parse gives (the parser then reads on
+    for an error of the tokenizer, which it reports instead). If its tokens
+    run on, a split was wrong: the piece is joined with the next ones."""
+    lines = _lines(text)
+    bounds = [0, *(start for start, _ in top_level_chunks("\n".join(lines))[1:]), len(lines)]
+    offsets = list(accumulate((len(line) + 1 for line in lines), initial=0))
+    bound_offsets = [offsets[b] for b in bounds]
+    first = 0
+    while first < len(bounds) - 1:
+        budget, last = _CHECK_PIECE_CHARS, first
+        while True:
+            reach = bisect.bisect_right(bound_offsets, bound_offsets[first] + budget) - 1
+            last = min(max(reach, last + 1), len(bounds) - 1)
+            start, end = bounds[first], bounds[last]
+            if _parses("\n".join(lines[start:end]), filename):
+                break
+            if end == len(lines) or not _runs_on("\n".join(lines[start:end])):
+                return _parse_error("\n" * start + "\n".join(lines[start:]), filename)
+            budget *= 2
+        first = last
+    return None
+
+
+def _parses(piece: str, filename: str) -> bool:
+    import warnings
+
+    with warnings.catch_warnings():  # invalid escapes and the like: not ours to print
+        warnings.simplefilter("ignore")
+        try:
+            # Bytecode: faster than a tree of Python objects. The compiler
+            # rejects more than the parser does (`return` outside a def).
+            compile(piece, filename, "exec", dont_inherit=True)
+            return True
+        except _PARSE_ERRORS:
+            pass
+    return _parse_error(piece, filename) is None
+
+
+def _parse_error(text: str, filename: str) -> Exception | None:
+    import ast
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ast.parse(text, filename=filename)
+        except _PARSE_ERRORS as exc:
+            return exc
+    return None
+
+
+def _runs_on(piece: str) -> bool:
+    """Whether the tokens of a piece run on past its end: a bracket, a
+    string or a backslash continuation left open."""
+    import io
+    import tokenize
+
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO(piece).readline):
+            pass
+    except tokenize.TokenError:  # EOF in a multi-line statement or string
+        return True
+    except SyntaxError:  # an indentation error: the piece's own
+        return False
+    return False
 
 
 # Classes shorter than this are kept whole: splitting them saves little.

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from autograd_lint.analysis.function_facts import FunctionFacts
-from autograd_lint.findings import Finding, Fix
+from autograd_lint.findings import Edit, Finding, Fix
+from autograd_lint.lines import LineIndex
 from autograd_lint.model import ModuleInfo
 from autograd_lint.project import FunctionClass, Project
 from autograd_lint.registry import RULES, family_codes
@@ -15,10 +16,12 @@ from autograd_lint.registry import RULES, family_codes
 class Reporter:
     """Builds findings from rule codes and AST nodes for one module."""
 
-    def __init__(self, path: str, enabled: frozenset[str]) -> None:
+    def __init__(self, path: str, enabled: frozenset[str], source: str | None = None) -> None:
         self.path = path
         self.enabled_codes = enabled
         self.findings: list[Finding] = []
+        self._source = source
+        self._lines: LineIndex | None = None
 
     def enabled(self, code: str) -> bool:
         return code in self.enabled_codes
@@ -41,8 +44,21 @@ class Reporter:
             severity=severity or rule.severity,
             message=rule.format(**fields),
             function=function,
-            fix=autofix,
+            fix=self._literal(autofix),
         ))
+
+    def _literal(self, fix: Fix | None) -> Fix | None:
+        """The fix with each inserted line indented as the code around it, so
+        that every consumer (--fix, JSON, SARIF, the language server) applies
+        its edits as written."""
+        if fix is None or self._source is None or \
+                not any("\n" in edit.text for edit in fix.edits):
+            return fix
+        if self._lines is None:
+            self._lines = LineIndex(self._source)
+        edits = tuple(Edit(e.line, e.column, e.end_line, e.end_column,
+                           self._lines.indent(e.text, e.line)) for e in fix.edits)
+        return Fix(fix.title, fix.applicability, edits)
 
 
 def node_range(node: ast.AST) -> tuple[int, int, int | None, int | None]:

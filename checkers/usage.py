@@ -14,6 +14,7 @@ from autograd_lint.analysis.function_facts import FunctionFacts, only_raises
 from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 from autograd_lint.files import is_test_path
 from autograd_lint.fixes import instance_call_to_apply
+from autograd_lint.lines import LINE_BREAK
 from autograd_lint.model import ClassInfo, FunctionNode, ModuleInfo, Scope, plain_name
 from autograd_lint.project import GRADCHECK_READS, FunctionClass, Project, Resolved
 from autograd_lint.scan import COMPARE_WORDS, checks_gradients
@@ -50,7 +51,9 @@ class CallSites:
         self.names = names
         self._function_classes = {id(info.node) for info in module.classes
                                   if info in project.functions}
-        self._lines = module.source.splitlines() if names is not None else []
+        # Lines as the parser counts them (str.splitlines also breaks at form
+        # feeds and other characters that are spaces to Python).
+        self._lines = LINE_BREAK.split(module.source) if names is not None else []
 
     def __iter__(self) -> Iterator[tuple[ast.Call, Site]]:
         yield from self._block(self.module.tree.body, Site(self.module.scope, None, False, False))

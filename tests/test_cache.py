@@ -19,14 +19,6 @@ from .helpers import forbid_analysis, leaky_function
 LEAKY = "import torch\n\n\n" + leaky_function()
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[tool.autograd-lint]\n")
-    (tmp_path / "ops.py").write_text(LEAKY)
-    (tmp_path / "helpers.py").write_text("def add(a, b):\n    return a + b\n")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
 
 def check(capsys: pytest.CaptureFixture[str], *args: str) -> list[tuple[str, int, str]]:
     code = main(["check", ".", "--format", "json", *args])

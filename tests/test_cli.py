@@ -13,6 +13,8 @@ import pytest
 
 from autograd_lint.cli import main
 
+from .helpers import ROOT
+
 LEAKY = textwrap.dedent('''\
     import torch
 
@@ -290,7 +292,7 @@ def test_server_without_pygls_is_a_one_line_error(monkeypatch, capsys) -> None:
     monkeypatch.delitem(sys.modules, "autograd_lint.lsp", raising=False)
     code, out, err = run(capsys, "server")
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and "pip install 'autograd-lint[lsp]'" in err
+    assert err.count("\n") == 1 and "pip install './autograd-lint[lsp]'" in err
 
 
 # -- inputs that are not plain files ------------------------------------------
@@ -437,3 +439,37 @@ def test_baseline_run_says_how_many_it_hid(tree: Path, capsys) -> None:
     code, out, _ = run(capsys, "check", "--isolated", "--no-cache", "--baseline", "base.json",
                        "--format", "concise", "pkg")
     assert code == 0 and out.splitlines()[-1] == "6 findings hidden by the baseline base.json."
+
+
+def test_a_mistyped_command_is_named(capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "chek")
+    assert code == 2 and err == "autograd-lint: error: path not found: chek " \
+        "(did you mean the command `check`?)\n"
+    code, _, err = run(capsys, "sources")
+    assert code == 2 and err == "autograd-lint: error: path not found: sources\n"
+
+
+def test_an_excluded_folder_named_on_the_command_line_is_checked(capsys, tmp_path,
+                                                                 monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.autograd-lint]\n'
+                                             'extend-exclude = ["examples", "tests/fixtures"]\n')
+    buggy = "import torch\n\n\nclass F(torch.autograd.Function):\n    @staticmethod\n" \
+            "    def forward(ctx, x):\n        ctx.x = x\n        return x * 2\n\n" \
+            "    @staticmethod\n    def backward(ctx, g):\n        return g * 2\n"
+    for folder in ("examples", "tests/fixtures/deep"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "ops.py").write_text(buggy)
+    assert run(capsys, "check", ".", "--no-cache")[0] == 0  # ruff's rule: excluded in a scan
+    code, out, _ = run(capsys, "check", "examples", "--no-cache", "--select", "AGF001")
+    assert code == 1 and "examples/ops.py:7:9: AGF001" in out  # named: checked
+    code, out, _ = run(capsys, "check", "tests/fixtures", "--no-cache", "--select", "AGF001")
+    assert code == 1 and "tests/fixtures/deep/ops.py:7:9" in out
+    assert run(capsys, "check", "tests", "--no-cache")[0] == 0
+
+
+def test_the_repository_lints_clean_on_itself(monkeypatch, capsys) -> None:
+    monkeypatch.chdir(ROOT)
+    code, out, _ = run(capsys, "check", ".", "--no-cache")
+    assert code == 0, out

@@ -108,6 +108,8 @@ def test_explicit_config_and_isolated(project: Path, capsys, tmp_path_factory) -
     ('per-file-ignores = ["x"]\n', "per-file-ignores: expected a table"),
     ('[tool.autograd-lint.per-file-ignores]\n"a.py" = ["NOPE1"]\n', "'NOPE1'"),
     ("select = [\n", "invalid TOML"),
+    ('respect-gitignore = "no"\n', "respect-gitignore: expected true or false, got 'no'"),
+    ("respect-gitignore = 1\n", "respect-gitignore: expected true or false, got 1"),
 ])
 def test_bad_configuration_is_one_line_exit_2(project: Path, capsys, body: str,
                                               message: str) -> None:

@@ -570,3 +570,19 @@ def test_the_clean_example_is_clean_dynamically_too() -> None:
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "gradcheck and gradgradcheck pass" in proc.stdout, \
         proc.stderr[-2000:]
+
+
+def test_pytest_plugin_ids_are_relative_and_an_empty_folder_is_said(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "ops.py").write_text(SCALE.format(factor=2))
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_nothing.py").write_text("def test_plain():\n    pass\n")
+    no_path = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                              "--collect-only", "-q", "--autograd-gradcheck"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    ids = [line for line in no_path.stdout.splitlines() if "gradcheck[" in line]
+    assert ids == ["pkg/ops.py::gradcheck[Scale]"], no_path.stdout
+    only_tests = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                                 "--collect-only", "-q", "--autograd-gradcheck", "tests"],
+                                cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert "no custom autograd Function in tests" in only_tests.stdout, only_tests.stdout

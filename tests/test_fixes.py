@@ -266,6 +266,60 @@ def test_json_output_describes_the_fix(tmp_path: Path, capsys) -> None:
                                          "end_column": 34, "text": "saved_tensors"}]}
 
 
+LITERAL_EDITS = '''\
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        label = "é→"; y = x.data
+        grad_output.mul_(2)
+        return grad_output + y * 0
+'''
+
+
+def apply_json_edits(text: str, edits: list[dict]) -> str:
+    """What an editor or bot does with JSON edits: character positions,
+    0-based columns, text inserted as written."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:
+        return starts[line - 1] + column
+
+    for edit in sorted(edits, key=lambda e: (e["line"], e["column"]), reverse=True):
+        start, end = offset(edit["line"], edit["column"]), offset(edit["end_line"],
+                                                                  edit["end_column"])
+        text = text[:start] + edit["text"] + text[end:]
+    return text
+
+
+def test_json_columns_count_characters_and_edits_apply_as_written(tmp_path: Path,
+                                                                   capsys) -> None:
+    path = tmp_path / "ops.py"
+    path.write_text(LITERAL_EDITS, encoding="utf-8")
+    _, out, _ = run(capsys, "--format", "json", str(path))
+    by_code = {f["code"]: f for f in json.loads(out)}
+    data_line = LITERAL_EDITS.splitlines()[12]
+    assert by_code["AGF008"]["column"] == data_line.index("x.data")  # characters, not bytes
+    edits = [e for f in by_code.values() if f["fix"] for e in f["fix"]["edits"]]
+    fixed = apply_json_edits(LITERAL_EDITS, edits)
+    compile(fixed, "ops.py", "exec")
+    assert main(["check", "--isolated", "--fix", "--unsafe-fixes", str(path)]) in (0, 1)
+    capsys.readouterr()
+    assert fixed == path.read_text(encoding="utf-8")
+    assert "        grad_output = grad_output.clone()\n        (x,)" in fixed
+
+
 def test_fixes_survive_the_cache(tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ops.py").write_text(CASES["AGF213"][0])
@@ -332,3 +386,17 @@ def test_fixed_function_runs_backward_correctly(tmp_path: Path, capsys) -> None:
     assert torch.equal(upstream, torch.ones(3, dtype=torch.float64))  # not changed in place
     assert torch.autograd.gradcheck(lambda t: module.Scale.apply(t, 3.0),
                                     (torch.randn(2, dtype=torch.float64, requires_grad=True),))
+
+
+def test_a_file_declaring_another_encoding_is_left_alone(tmp_path: Path, capsys) -> None:
+    # The bytes of "é" in UTF-8 (c3 a9) read as two latin-1 characters: the
+    # findings' columns count those, so edits on the UTF-8 text would land
+    # one character off.
+    source = CASES["AGF213"][0].replace("import torch\n", "# -*- coding: latin-1 -*-\n"
+                                        "import torch\nLABEL = 'é'\n", 1)
+    path = tmp_path / "ops.py"
+    data = source.encode("utf-8")
+    path.write_bytes(data)
+    assert main(["check", "--isolated", "--fix", str(path)]) == 1
+    capsys.readouterr()
+    assert path.read_bytes() == data

@@ -6,10 +6,20 @@ every rule family, and real files (the rule fixtures, the examples), then
 mutated: truncated, sprinkled with odd unicode, nested deeply, padded with
 huge literals. Each one goes through `lint_source` (editors, flake8) and
 through a project run (byte scan, relevance, sparse parsing).
+
+A property over mutants of the rule fixtures (spellings the parser reads, or
+fails on, alike: form feeds, line endings, continuations, comments, deep
+nesting, 3.12+ syntax, padding past the sparse threshold): a directory scan
+reports what a run without the prefilter reports, and, but for tree-only
+rules, what the file reports named alone. `benchmarks/bench_fuzz.py` runs it
+on tens of thousands of mutants.
 """
 from __future__ import annotations
 
+import random
+import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +27,9 @@ from hypothesis import strategies as st
 
 from autograd_lint.engine import SPARSE_MIN_BYTES, SourceInput, lint_inputs, lint_source
 from autograd_lint.findings import Finding
-from autograd_lint.registry import RULES
+from autograd_lint.registry import RULES, TREE_ONLY_CODES
+
+from .helpers import FILLER, leaky_function
 
 ALL_CODES = frozenset(RULES)
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,3 +182,266 @@ def test_project_runs_never_report_internal_errors(texts: list[str], pad: bool) 
             assert result.errors == []
             for finding in result.findings:
                 assert finding.code in RULES and finding.line >= 1
+
+
+def test_deeply_nested_expressions_keep_every_finding(tmp_path: Path) -> None:
+    """A thousand unary minus signs nest the tree past Python's recursion
+    limit in the analysis: the Function's findings must not vanish."""
+    source = ("import torch\n\n\nclass Deep(torch.autograd.Function):\n"
+              "    @staticmethod\n    def forward(ctx, x):\n        ctx.x = x\n"
+              "        return " + "-" * 1000 + "x\n")
+    expected = [(4, "AGF106"), (4, "AGF303")]  # no backward; ctx-style forward
+    assert [(f.line, f.code) for f in lint_source(source, "deep.py", ALL_CODES)] == expected
+    path = tmp_path / "deep.py"
+    path.write_text(source)
+    result = lint_inputs([SourceInput(path, str(path), ALL_CODES)], scan_tree=True, jobs=1)
+    assert result.errors == []
+    assert [(f.line, f.code) for f in result.findings] == expected
+
+
+def test_code_deeper_than_the_analysis_allows_is_an_internal_error(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """Past the recursion the checks are given, the file says so (an
+    internal error: the run goes on, and fails), never silently less."""
+    from autograd_lint import engine
+
+    monkeypatch.setattr(engine, "_CHECK_FRAMES", 1_500)
+    deep = tmp_path / "deep.py"
+    deep.write_text("import torch\n\n\nclass Deep(torch.autograd.Function):\n"
+                    "    @staticmethod\n    def forward(ctx, x):\n"
+                    "        return " + "-" * 1000 + "x\n")
+    other = tmp_path / "other.py"
+    other.write_text("import torch\n\n\n" + leaky_function())
+    result = lint_inputs([SourceInput(p, str(p), ALL_CODES) for p in (deep, other)],
+                         scan_tree=True, jobs=1)
+    assert [(display, message.split(":")[0]) for display, message in result.errors] == \
+        [(str(deep), "internal error")]
+    assert (str(other), 7, "AGF001") in [(f.path, f.line, f.code) for f in result.findings]
+
+
+# ---------------------------------------------------------------------------
+# A directory scan reports what the file reports named alone
+# ---------------------------------------------------------------------------
+# Function sources the rule tests use (each defines Functions: the scan
+# must find them however they are spelled).
+SEED_FILES = sorted([*(ROOT / "tests" / "fixtures" / "rules").glob("*.py"),
+                     *(ROOT / "tests" / "fixtures" / "discovery").glob("*.py")])
+_CLASS_HEADER = re.compile(r"^([ \t]*)class (\w+)\(", re.M)
+_RETURN = re.compile(r"^([ \t]+)return (?=\S)", re.M)
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer("\n", text) if m.end() < len(text)]
+
+
+def _at_random_line(text: str, rng: random.Random, insert: str) -> str:
+    at = rng.choice(_line_starts(text))
+    return text[:at] + insert + text[at:]
+
+
+def _in_a_header(text: str, rng: random.Random, spell: Callable[[re.Match[str]], str]) -> str:
+    headers = list(_CLASS_HEADER.finditer(text))
+    if not headers:
+        return text
+    header = rng.choice(headers)
+    return text[:header.start()] + spell(header) + text[header.end():]
+
+
+def _form_feeds(text: str, rng: random.Random) -> str:
+    where = rng.randrange(4)
+    if where == 0:  # before a line's indentation, or on a line of its own
+        return _at_random_line(text, rng, rng.choice(["\x0c", "\x0c\n", "\x0c\x0c"]))
+    if where == 1:
+        return _in_a_header(text, rng, lambda m: f"{m[1]}\x0cclass {m[2]}(")
+    if where == 2:
+        return _in_a_header(text, rng, lambda m: f"{m[1]}class\x0c{m[2]}\x0c(")
+    # A vertical tab is no space to the parser (a syntax error, reported alike).
+    return _in_a_header(text, rng, lambda m: f"{m[1]}\x0bclass {m[2]}(")
+
+
+def _line_endings(text: str, rng: random.Random) -> str:
+    ending = rng.choice(["\r", "\r\n", "mixed"])
+    if ending != "mixed":
+        return text.replace("\n", ending)
+    return "".join(line + rng.choice(["\n", "\r", "\r\n"])
+                   for line in text.split("\n")[:-1]) + text.split("\n")[-1]
+
+
+def _continuations(text: str, rng: random.Random) -> str:
+    where = rng.randrange(3)
+    if where == 0:  # a line holding only a backslash (at column 0 it takes the next line's indent)
+        return _at_random_line(text, rng, rng.choice(["\\\n", "\\\n", "    \\\n"]))
+    if where == 1:
+        return _in_a_header(text, rng, lambda m: f"{m[1]}class \\\n    {m[2]} \\\n(")
+    return _in_a_header(text, rng, lambda m: f"{m[1]}class\\\n{m[2]}(")
+
+
+def _comments(text: str, rng: random.Random) -> str:
+    where = rng.randrange(3)
+    if where == 0:
+        line = rng.choice(["\n", "# a comment\n", "    # an indented comment\n",
+                           "# class Fake(torch.autograd.Function):\n", "        \n",
+                           "#: ) ] } ( [ {\n"])
+        return _at_random_line(text, rng, line)
+    if where == 1:  # a comment among the bases
+        note = rng.choice(["  # noqa: E501", "  # see f(): it matters", "  # ([{"])
+        return _in_a_header(text, rng, lambda m: f"{m[1]}class {m[2]}({note}\n{m[1]}    ")
+    return text + rng.choice(["\n# trailing comment", "\n\n\n", "\n#"])
+
+
+def _deep_nesting(text: str, rng: random.Random) -> str:
+    returns = list(_RETURN.finditer(text))
+    if not returns:
+        return text
+    site = rng.choice(returns)
+    depth = rng.choice([10, 100, 900, 1000, 2000])
+    if rng.random() < 0.5:  # `return ------x`: the parser's deepest trees
+        return text[:site.end()] + rng.choice("-+~") * depth + text[site.end():]
+    chain = f"{site[1]}_deep = 0{' + 0' * depth}\n"  # a long binary chain before it
+    return text[:site.start()] + chain + text[site.start():]
+
+
+def _new_syntax(text: str, rng: random.Random) -> str:
+    """Python 3.12+ syntax: a syntax error before 3.12, alike everywhere."""
+    where = rng.randrange(3)
+    if where == 0:
+        return _in_a_header(text, rng, lambda m: f"{m[1]}class {m[2]}[T](")
+    if where == 1:
+        return text + "\ntype Alias = list[int]\n"
+    return text + "\n\ndef first[T](items: list[T]) -> T:\n    return items[0]\n"
+
+
+def _tabs(text: str, rng: random.Random) -> str:
+    return text.replace("    ", "\t")
+
+
+MUTATIONS: dict[str, Callable[[str, random.Random], str]] = {
+    "form feeds": _form_feeds, "line endings": _line_endings,
+    "continuations": _continuations, "comments": _comments, "deep nesting": _deep_nesting,
+    "3.12 syntax": _new_syntax, "tabs": _tabs,
+}
+
+
+def _padded(text: str, rng: random.Random) -> str:
+    """Past SPARSE_MIN_BYTES (the sparse parse), before, after or between
+    the top-level statements: code no rule reads, and a few blocks that
+    look like Functions only to a scan of lines (column-0 lines in strings
+    and brackets)."""
+    plain = [f"def filler_{n}(x):\n    return x + {n}\n\n\n" for n in range(SPARSE_MIN_BYTES // 30)]
+    for n in range(rng.randrange(4)):
+        plain.insert(rng.randrange(len(plain)), FILLER.format(n=n))
+    filler = "".join(plain)
+    where = rng.randrange(3)
+    if where == 0:
+        return filler + text
+    if where == 1:
+        return text + ("" if text.endswith("\n") else "\n") + filler
+    tops = [m.start() for m in re.finditer(r"^(?:class|def|@|if|try) ", text, re.M)]
+    at = rng.choice(tops) if tops else len(text)
+    return text[:at] + filler + text[at:]
+
+
+def mutant(seed: int) -> tuple[str, str]:
+    """(what was done, the source) of the seed-th mutant: a seed file with
+    one to three mutations, padded past the sparse threshold half the time."""
+    rng = random.Random(seed)
+    path = rng.choice(SEED_FILES)
+    text = path.read_text(encoding="utf-8")
+    done = [path.name]
+    for name in rng.sample(sorted(MUTATIONS), rng.randint(1, 3)):
+        text = MUTATIONS[name](text, rng)
+        done.append(name)
+    if rng.random() < 0.5:
+        text = _padded(text, rng)
+        done.append("padded")
+    return " + ".join(done), text
+
+
+# A test suite beside the mutant: tree scans apply AGF301 to its Functions.
+_TEST_FILE = "def test_nothing():\n    assert True\n"
+
+
+def disagreement(text: str, directory: Path) -> str | None:
+    """How the findings for `text` (as a file of `directory`) differ between
+    a directory scan, a scan without the prefilter, and the file named
+    alone (tree-only rules left out); None when they agree."""
+    path = directory / "mutant.py"
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+    (directory / "test_suite.py").write_text(_TEST_FILE)
+    inputs = [SourceInput(p, str(p), ALL_CODES) for p in sorted(directory.glob("*.py"))]
+    runs = {
+        "scan": lint_inputs(inputs, scan_tree=True, jobs=1),
+        "--no-prefilter": lint_inputs(inputs, scan_tree=True, prefilter=False, jobs=1),
+        "named": lint_inputs([SourceInput(path, str(path), ALL_CODES, explicit=True)], jobs=1),
+    }
+    for label, result in runs.items():
+        if result.errors:
+            return f"{label}: {result.errors}"
+    rows = {label: [(f.line, f.column, f.code, f.message) for f in result.findings
+                    if f.path == str(path)]
+            for label, result in runs.items()}
+    if rows["scan"] != rows["--no-prefilter"]:
+        return _difference("scan", "--no-prefilter", rows)
+    for label in ("scan", "named"):
+        rows[label] = [row for row in rows[label] if row[2] not in TREE_ONLY_CODES]
+    if rows["scan"] != rows["named"]:
+        return _difference("scan", "named", rows)
+    return None
+
+
+def _difference(one: str, other: str, rows: dict[str, list[tuple]]) -> str:
+    missing = [row[:3] for row in rows[other] if row not in rows[one]]
+    extra = [row[:3] for row in rows[one] if row not in rows[other]]
+    return f"{one} != {other}: missing {missing}, extra {extra}"
+
+
+MUTANTS = 300
+
+
+def test_scans_report_what_the_file_named_alone_reports(tmp_path: Path) -> None:
+    failures = []
+    for seed in range(MUTANTS):
+        done, text = mutant(seed)
+        problem = disagreement(text, tmp_path)
+        if problem is not None:
+            failures.append(f"seed {seed} ({done}): {problem}")
+    assert not failures, f"{len(failures)} of {MUTANTS} mutants disagree:\n" + \
+        "\n".join(failures[:10])
+
+
+def test_piecewise_syntax_check_agrees_with_a_whole_parse(monkeypatch) -> None:
+    """Files too large to parse whole are checked statement by statement
+    (sparse.syntax_error): the same error, where a whole parse puts it."""
+    import ast
+    import warnings
+
+    from autograd_lint import sparse
+
+    monkeypatch.setattr(sparse, "_CHECK_PIECE_CHARS", 1)  # a piece per statement
+
+    def described(error: Exception | None) -> tuple | None:
+        return None if error is None else (type(error).__name__, str(error))
+
+    for seed in range(MUTANTS):
+        done, text = mutant(seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                ast.parse(text)
+                whole = None
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+                whole = exc
+        assert described(sparse.syntax_error(text, "<unknown>")) == described(whole), \
+            f"seed {seed} ({done})"
+
+
+def test_a_form_feed_line_does_not_shift_the_lines_calls_are_read_from(tmp_path: Path) -> None:
+    # str.splitlines breaks at \f (and \v, \x1c-\x1e, \x85, \u2028/9) where
+    # the parser sees a space: a scan that cut lines so read the wrong ones
+    # and lost the legacy-call findings after it.
+    text = (Path(__file__).parent / "fixtures" / "rules" / "AGF105.py").read_text()
+    text = text.replace("\n\n\ndef legacy_call", "\n\x0c\n\ndef legacy_call", 1)
+    assert disagreement(text, tmp_path) is None
+    named = lint_inputs([SourceInput(tmp_path / "mutant.py", str(tmp_path / "mutant.py"),
+                                     frozenset({"AGF105"}), explicit=True)], jobs=1)
+    assert [f.line for f in named.findings] == [19, 23, 27, 30]

@@ -3,10 +3,14 @@ pygls' client: diagnostics on open / change / save, ranges, code actions."""
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+import subprocess
 import sys
 import textwrap
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +54,8 @@ class Session:
 
 
 def run_session(root: Path, body: Callable[[Session], Awaitable[None]],
-                capabilities: types.ClientCapabilities | None = None) -> None:
+                capabilities: types.ClientCapabilities | None = None,
+                command: Sequence[str] = ("-m", "autograd_lint", "server")) -> None:
     async def main() -> None:
         client = LanguageClient("test-client", "1")
         session = Session(client)
@@ -63,7 +68,7 @@ def run_session(root: Path, body: Callable[[Session], Awaitable[None]],
         def on_message(params: types.ShowMessageParams) -> None:
             session.messages.put_nowait(params)
 
-        await client.start_io(sys.executable, "-m", "autograd_lint", "server", cwd=str(root))
+        await client.start_io(sys.executable, *command, cwd=str(root))
         try:
             await client.initialize_async(types.InitializeParams(
                 capabilities=capabilities or types.ClientCapabilities(),
@@ -73,9 +78,21 @@ def run_session(root: Path, body: Callable[[Session], Awaitable[None]],
             await client.shutdown_async(None)
             client.exit(None)
         finally:
-            await client.stop()
+            await stop(client)
 
     asyncio.run(main())
+
+
+async def stop(client: LanguageClient) -> None:
+    """Wait for the server to end; kill it if it does not (a body that failed
+    never said exit: the test must fail, not hang)."""
+    process = client._server  # pygls' handle on the subprocess
+    if process is not None and process.returncode is None:
+        try:
+            await asyncio.wait_for(process.wait(), 10)
+        except asyncio.TimeoutError:
+            process.kill()
+    await client.stop()
 
 
 def open_document(session: Session, uri: str, text: str) -> None:
@@ -361,3 +378,245 @@ def test_configuration_changes_are_read_without_a_restart(tmp_path: Path) -> Non
             "AGF001", "AGF103", "AGF213"}
 
     run_session(tmp_path, body)
+
+
+# -- a broken stream, bad positions, large projects, install instructions --------
+def _frame(message: dict[str, object]) -> bytes:
+    body = json.dumps(message).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+INITIALIZE = _frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"capabilities": {}}})
+SHUTDOWN = _frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+
+
+@pytest.mark.parametrize("frame, then_eof", [
+    (b"Content-Length: abc\r\n\r\n{}", False),
+    (b"Content-Length: -5\r\n\r\n{}", False),
+    (b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}", False),
+    (b"Content-Length: 100\r\n\r\n{}", True),  # a body cut short by the end of the stream
+], ids=["non-numeric", "negative", "missing", "short-body"])
+def test_a_broken_stream_ends_the_server(tmp_path: Path, frame: bytes, then_eof: bool) -> None:
+    """Past a frame it cannot read, no later message can be found: the server
+    exits (non-zero, so the editor starts it again) instead of living on deaf."""
+    proc = subprocess.Popen([sys.executable, "-m", "autograd_lint", "server"], cwd=tmp_path,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(INITIALIZE + frame + (b"" if then_eof else SHUTDOWN))
+        proc.stdin.flush()
+        if then_eof:
+            proc.stdin.close()
+        try:
+            code = proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server lives on after a broken frame")
+        assert code != 0
+        assert b'"id": 1' in proc.stdout.read()  # initialize was answered: the stream was fine
+        assert b"stream is broken" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+
+
+class RawServer:
+    """`autograd-lint server` spoken to in hand-written JSON (lsprotocol's
+    types refuse to hold what a faulty client may send)."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.notifications: list[dict[str, Any]] = []
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(_frame({"jsonrpc": "2.0", **message}))
+
+    async def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        length = None
+        while (line := await self.process.stdout.readline()).strip():
+            name, _, value = line.decode("ascii").partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        assert length is not None
+        return json.loads(await self.process.stdout.readexactly(length))
+
+    async def reply(self, msg_id: int) -> dict[str, Any]:
+        """The reply to request `msg_id` (20 s at most), keeping the notifications."""
+        async def wait() -> dict[str, Any]:
+            while "method" in (message := await self.receive()) or message.get("id") != msg_id:
+                self.notifications.append(message)
+            return message
+
+        return await asyncio.wait_for(wait(), 20)
+
+    async def notification(self, method: str) -> dict[str, Any]:
+        while not any(n.get("method") == method for n in self.notifications):
+            self.notifications.append(await asyncio.wait_for(self.receive(), 20))
+        found = next(n for n in self.notifications if n.get("method") == method)
+        self.notifications.remove(found)
+        return found["params"]
+
+
+def run_raw(root: Path, body: Callable[[RawServer], Awaitable[None]]) -> None:
+    async def main() -> None:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "autograd_lint", "server", cwd=root,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        server = RawServer(process)
+        try:
+            server.send({"id": 0, "method": "initialize", "params": {"capabilities": {}}})
+            await server.reply(0)
+            server.send({"method": "initialized", "params": {}})
+            await body(server)
+            server.send({"id": 99, "method": "shutdown"})
+            await server.reply(99)
+            server.send({"method": "exit"})
+            assert await asyncio.wait_for(process.wait(), 20) == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+    asyncio.run(main())
+
+
+def test_code_actions_with_negative_positions_are_answered(tmp_path: Path) -> None:
+    uri = (tmp_path / "ops.py").as_uri()
+
+    def code_action(msg_id: int, start: tuple[int, int], end: tuple[int, int],
+                    diagnostics: list[dict[str, Any]]) -> dict[str, Any]:
+        def position(at: tuple[int, int]) -> dict[str, int]:
+            return {"line": at[0], "character": at[1]}
+
+        return {"id": msg_id, "method": types.TEXT_DOCUMENT_CODE_ACTION, "params": {
+            "textDocument": {"uri": uri},
+            "range": {"start": position(start), "end": position(end)},
+            "context": {"diagnostics": diagnostics}}}
+
+    async def body(server: RawServer) -> None:
+        server.send({"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": BUGGY}}})
+        published = await server.notification("textDocument/publishDiagnostics")
+        [rename] = [d for d in published["diagnostics"] if d["code"] == "AGF213"]
+        rename["range"]["start"] = {"line": -1, "character": -4}
+        rename["range"]["end"]["character"] = -1
+        # Read as from the start of the file (and of the line): the fixes that apply.
+        server.send(code_action(1, (-1, -3), (11, 40), [rename]))
+        assert [a["title"] for a in (await server.reply(1))["result"]] == [
+            "Use `saved_tensors` (AGF213)", "Suppress AGF213 on this line (# noqa)"]
+        server.send(code_action(2, (-5, -5), (-1, -1), []))
+        assert (await server.reply(2))["result"] == []  # nothing at the start
+        # Params that cannot be read at all: an error, not silence.
+        server.send(code_action(3, (0, 0), (2**40, 0), []))
+        assert (await server.reply(3))["error"]["code"] == -32602  # invalid params
+        server.send({"method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": CLEAN}]}})
+        published = await server.notification("textDocument/publishDiagnostics")
+        assert published["diagnostics"] == []  # and the server still works
+
+    run_raw(tmp_path, body)
+
+
+# Runs the server with each walk of a project's folders logged to argv[1].
+COUNT_WALKS = """
+import sys
+import autograd_lint.files as files
+from autograd_lint.cli import run
+
+log, walk = sys.argv.pop(1), files.iter_python_files
+
+
+def counted(root, *args, **kwargs):
+    with open(log, "a") as stream:
+        stream.write(f"{root}\\n")
+    return walk(root, *args, **kwargs)
+
+
+files.iter_python_files = counted
+sys.argv[1:] = ["server"]
+run()
+"""
+SQUARE = ("import torch\n\n\n"
+          "class Square(torch.autograd.Function):\n"
+          "    @staticmethod\n"
+          "    def forward(ctx, x):\n"
+          "        ctx.save_for_backward(x)\n"
+          "        return x * x\n\n"
+          "    @staticmethod\n"
+          "    def backward(ctx, grad):\n"
+          "        (x,) = ctx.saved_tensors\n"
+          "        return 2 * x * grad\n")
+
+
+def test_typing_does_not_walk_the_project_again(tmp_path: Path) -> None:
+    """The project's file list is kept while typing (and saving), however long
+    the edits take; a file added or removed on disk is seen at the next lint."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (project / "pkg").mkdir()
+    (project / "pkg" / "__init__.py").write_text("")
+    walks = tmp_path / "walks.txt"
+    use = project / "use.py"
+    uri = use.as_uri()
+    source = "from pkg.square import Square\n\n\ndef square(x):\n    return Square()(x)\n"
+    use.write_text(source)
+
+    def walked() -> int:
+        return len(walks.read_text().splitlines()) if walks.exists() else 0
+
+    async def lint(session: Session, text: str, version: int) -> list[tuple[str, int]]:
+        replace_all(session, uri, source, text, version)
+        return [(d.code, d.range.start.line) for d in await session.next_diagnostics()]
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, source)
+        assert await session.next_diagnostics() == []  # no Square in the project yet
+        assert walked() == 1
+        for version in range(2, 6):  # typing, slower than any refresh period
+            await asyncio.sleep(0.7)
+            assert await lint(session, source + "#" * version, version) == []
+        session.client.text_document_did_save(types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+        assert await session.next_diagnostics() == []
+        assert walked() == 1
+        (project / "pkg" / "square.py").write_text(SQUARE)  # a new file: walked again
+        assert await lint(session, source, 6) == [("AGF105", 4)]
+        assert await lint(session, source + "\n", 7) == [("AGF105", 4)]
+        assert walked() == 2
+        (project / "pkg" / "square.py").unlink()
+        assert await lint(session, source, 8) == []
+        assert walked() == 3
+
+    run_session(project, body, command=("-c", COUNT_WALKS, str(walks)))
+
+
+def _install_commands(text: str) -> list[str]:
+    """What each `pip install` in the text installs (its first requirement)."""
+    return [next(group for group in match.groups() if group is not None) for match in
+            re.finditer(r"""pip install\s+(?:'([^']+)'|"([^"]+)"|(\S+))""", text)]
+
+
+def test_install_instructions_name_a_clone_or_the_git_url(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """autograd-lint is not on PyPI: the server's own message and the editor
+    guide install the lsp extra from a clone or from its git URL, as the README."""
+    from autograd_lint.cli import run_server
+    from autograd_lint.config import ConfigError
+
+    editors = (Path(__file__).parent.parent / "docs" / "editors.md").read_text()
+    server_section = editors.partition("\n## ")[0]
+    monkeypatch.setitem(sys.modules, "autograd_lint.lsp", None)  # as without pygls
+    with pytest.raises(ConfigError) as missing:
+        run_server()
+    for text in (server_section, str(missing.value)):
+        installs = _install_commands(text)
+        assert installs, text
+        assert all("[lsp]" in spec for spec in installs), installs
+        assert all(spec.startswith("./") or " @ git+" in spec for spec in installs), installs

@@ -6,13 +6,23 @@ and on the installed torch package's source tree (about 2,300 files).
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from autograd_lint.engine import HUGE_BYTES, SPARSE_MIN_BYTES, SourceInput, lint_inputs
 from autograd_lint.findings import Finding
+from autograd_lint.registry import TREE_ONLY_CODES
 
-from .helpers import ALL_CODES, finding_rows, lint_tree, torch_source_tree, write_tricky_project
+from .helpers import (
+    ALL_CODES,
+    finding_rows,
+    leaky_function,
+    lint_tree,
+    torch_source_tree,
+    write_tricky_project,
+)
 
 
 def run(root: Path, prefilter: bool, jobs: int = 1) -> list[Finding]:
@@ -49,3 +59,88 @@ def test_prefilter_keeps_every_finding_on_the_torch_tree() -> None:
     whole = run(tree, prefilter=False)
     assert finding_rows(filtered) == finding_rows(whole)
     assert len(filtered) > 50  # the tree has real findings, so the comparison means something
+
+
+# ---------------------------------------------------------------------------
+# A file scanned in a tree reports what it reports named alone
+# ---------------------------------------------------------------------------
+def named_and_scanned(path: Path) -> tuple[list[tuple], list[tuple]]:
+    """The file's findings named alone, and in a scan of its folder (the
+    prefilter and, past SPARSE_MIN_BYTES, the sparse parse); rules that
+    only a tree scan applies are left out."""
+    named = lint_inputs([SourceInput(path, str(path), ALL_CODES, explicit=True)], jobs=1)
+    assert not named.errors, named.errors
+    scanned = lint_tree(path.parent, ALL_CODES, jobs=1)
+    return tuple(finding_rows(f for f in findings if f.code not in TREE_ONLY_CODES)
+                 for findings in (named.findings, scanned))  # type: ignore[return-value]
+
+
+LEAKY = "import torch\n\n\n" + leaky_function()  # AGF001 on line 7
+# Code no rule reads, past SPARSE_MIN_BYTES: the file is parsed sparsely.
+PADDING = "".join(f"def filler_{n}(x):\n    return x + {n}\n\n\n"
+                  for n in range(SPARSE_MIN_BYTES // 30))
+SPELLINGS = {
+    "form feed before class": LEAKY.replace("class Leaky", "\x0cclass Leaky"),
+    "form feeds inside the header": LEAKY.replace("class Leaky(", "class\x0cLeaky\x0c("),
+    "vertical tab before class": LEAKY.replace("class Leaky", "\x0bclass Leaky"),  # AGF000
+    "lone carriage returns": LEAKY.replace("\n", "\r"),
+    "type parameters": LEAKY.replace("class Leaky(", "class Leaky[T]("),  # 3.12+
+    "comment in the bases": LEAKY.replace("class Leaky(", "class Leaky(  # f(): x\n    "),
+    # A form feed sets the column back to 0: this import is a statement of its own.
+    "form feed before a statement": "x = 1\n  \x0cfrom torch.autograd import Function as Base\n"
+    + leaky_function().replace("torch.autograd.Function", "Base"),
+}
+
+
+@pytest.mark.parametrize("pad", [False, True], ids=["small", "sparse"])
+@pytest.mark.parametrize("label", list(SPELLINGS))
+def test_headers_in_any_spelling_the_parser_reads_are_scanned(tmp_path: Path, label: str,
+                                                              pad: bool) -> None:
+    text = SPELLINGS[label]
+    if pad:  # in the lines' own endings
+        text = PADDING.replace("\n", "\r" if "\r" in text else "\n") + text
+    path = tmp_path / "mod.py"
+    path.write_bytes(text.encode())
+    named, scanned = named_and_scanned(path)
+    assert named, "the file has findings, so the comparison means something"
+    assert scanned == named
+
+
+def test_a_backslash_line_keeps_the_method_after_it(tmp_path: Path) -> None:
+    source = PADDING + textwrap.dedent('''
+        import torch
+
+
+        class Saved(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * 2
+        \\
+            @staticmethod
+            def backward(ctx, grad):
+                x, = ctx.saved_tensors
+                return grad * 2
+        ''')
+    path = tmp_path / "mod.py"
+    path.write_text(source)
+    named, scanned = named_and_scanned(path)
+    assert not any(code == "AGF106" for _, _, _, code, _ in named)  # backward is there
+    assert scanned == named
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["named", "scanned"])
+def test_files_too_large_to_parse_whole_still_report_syntax_errors(tmp_path: Path,
+                                                                   named: bool) -> None:
+    rows = "".join(f'ROW_{n} = "{"x" * 1000}"\n' for n in range(HUGE_BYTES // 1000))
+    path = tmp_path / "huge.py"
+    for tail, broken in (("", False), ("def broken(:\n    pass\n", True)):
+        path.write_text(LEAKY + rows + tail)
+        result = lint_inputs([SourceInput(path, str(path), ALL_CODES, explicit=named)],
+                             scan_tree=not named, jobs=1)
+        assert not result.errors
+        codes = [(f.line, f.code) for f in result.findings]
+        if broken:  # as a whole parse says it (too slow and large to run here)
+            assert codes == [(LEAKY.count("\n") + HUGE_BYTES // 1000 + 1, "AGF000")]
+        else:
+            assert (7, "AGF001") in codes and "AGF000" not in {code for _, code in codes}

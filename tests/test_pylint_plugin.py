@@ -150,6 +150,21 @@ def test_severity_and_obj_match_the_command_line(tmp_path: Path) -> None:
     assert '"severity": "warning"' in cli.stdout and '"severity": "error"' in cli.stdout
 
 
+def test_a_linted_module_shadowing_the_standard_library_is_never_imported(
+        tmp_path: Path) -> None:
+    """pylint puts the linted folder first on sys.path while it lints: the
+    engine's imports must still find the standard library, not the
+    repository's own `hashlib.py` (importing it would run its code)."""
+    marker = tmp_path / "marker.txt"
+    (tmp_path / "hashlib.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('imported')\n")
+    (tmp_path / "ops.py").write_text(BUGGY)
+    proc = pylint(tmp_path, "--disable=all", "--enable=ctx-tensor-attribute", str(tmp_path))
+    assert not marker.exists()
+    assert "E7101" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr, \
+        proc.stdout + proc.stderr
+
+
 def test_info_rules_need_enabling(tmp_path: Path) -> None:
     (tmp_path / "ops.py").write_text(BUGGY)
     default = pylint(tmp_path, "ops.py")

@@ -52,3 +52,35 @@ def test_readme_sample_output_is_the_real_output() -> None:
     real = proc.stdout.splitlines()
     assert real[:cut] == sample[:cut]
     assert real[len(real) - (len(sample) - cut - 1):] == sample[cut + 1:]
+
+
+# `autograd-lint` as a requirement: a clone's path (`./autograd-lint[lsp]`) or
+# a git URL (`autograd-lint @ git+...`); a bare name would ask an index that
+# does not have it.
+_REQUIREMENT = re.compile(r"""(?P<before>[./\w-]*)autograd-lint(?P<extras>\[[\w,]+\])?"""
+                          r"""(?P<after>['"]?\s*@?\s*(?:git\+)?)""")
+
+
+def index_installs(text: str) -> list[str]:
+    """`pip install` commands that would fetch autograd-lint from an index."""
+    found = []
+    for line in text.splitlines():
+        command = line.partition("pip install")[2]
+        if not line.count("pip install") or "autograd-lint" not in command:
+            continue
+        for match in _REQUIREMENT.finditer(command):
+            from_clone = match.group("before").endswith("/")
+            from_git = "git+" in match.group("after")
+            if not (from_clone or from_git):
+                found.append(line.strip())
+    return found
+
+
+def test_install_commands_never_ask_an_index_for_autograd_lint() -> None:
+    texts = {path: path.read_text() for path in
+             [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+              *sorted((ROOT / "autograd_lint").rglob("*.py"))]}
+    bad = {str(path.relative_to(ROOT)): index_installs(text) for path, text in texts.items()}
+    assert {path: lines for path, lines in bad.items() if lines} == {}
+    bare = 'pip install "autograd-lint[lsp]"'
+    assert index_installs(bare) == [bare]

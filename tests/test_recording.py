@@ -176,7 +176,7 @@ def test_record_command_then_check(project: Path) -> None:
     proc = cli("record", "--output", "calls.json", "--", sys.executable, "-m", "pytest", "-q",
                "-p", "no:cacheprovider", "test_mix.py", cwd=project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "1 new calls recorded (1 calls of 1 Functions" in proc.stderr
+    assert "1 new call recorded (1 calls of 1 Functions" in proc.stderr
     codes, findings = dynamic_codes("mix.py", "--recorded", "calls.json", cwd=project)
     assert codes == {"PairwiseMix": {"AGD001"}}
     message = findings[0]["message"]
@@ -200,6 +200,10 @@ def test_record_passes_on_the_command_status(project: Path) -> None:
     proc = cli("record", "--output", "calls.json", "--", sys.executable, "-m", "pytest", "-q",
                "-p", "no:cacheprovider", "test_fails.py", cwd=project)
     assert proc.returncode == 1
+    # It wrote nothing: no file is named as if it held the calls.
+    assert "calls.json" not in proc.stderr and "nothing recorded; the command exited with " \
+        "status 1" in proc.stderr
+    assert not (project / "calls.json").exists()
     assert cli("record", cwd=project).returncode == 2
 
 

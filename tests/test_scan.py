@@ -315,3 +315,88 @@ def test_reachable_names_are_kept_as_words() -> None:
     keep = statement_keeper(relevance, "/p/user.py", frozenset())
     assert keep("def run(x):\n    return Type.apply(x)")
     assert not keep("def run(x):\n    return DataType(x)")
+
+
+# ---------------------------------------------------------------------------
+# Headers and statements the parser accepts in unusual spellings
+# ---------------------------------------------------------------------------
+def test_headers_after_any_whitespace_the_parser_reads() -> None:
+    source = b"import torch\nclass A(torch.autograd.Function): pass\n"
+    spellings = {
+        "form feed before": source.replace(b"class A", b"\x0cclass A"),
+        "form feeds inside": source.replace(b"class A(", b"class\x0cA\x0c("),
+        # A syntax error: found, so that the file is reported (AGF000).
+        "vertical tab before": source.replace(b"class A", b"\x0bclass A"),
+        "lone carriage returns": source.replace(b"\n", b"\r"),
+        "mixed line endings": b"import torch\r\nx = 1\rclass A(torch.autograd.Function): pass\n",
+        "backslash continuations": source.replace(b"class A(", b"class \\\n A \\\r\n("),
+        "type parameters (3.12+)": source.replace(b"class A(", b"class A[T: (int, str), *Ts]("),
+        "comment in the bases": source.replace(
+            b"class A(", b"class A(  # see f(): it matters\n    "),
+    }
+    for label, data in spellings.items():
+        found = scan_bytes("/p/mod.py", data).headers
+        assert any(name == "A" and "torch.autograd.Function" in bases
+                   for name, bases in found), label
+
+
+def test_lone_carriage_returns_end_lines_for_imports_and_aliases() -> None:
+    found = scan_bytes("/p/mod.py", b"import os\rfrom torch.autograd import Function as AF\r"
+                                    b"Fn = torch.autograd.Function\r")
+    assert ("torch.autograd", "Function") in found.imports and ("os", "") in found.imports
+    assert found.aliases == {"AF", "Fn"}
+
+
+def test_a_backslash_line_never_starts_a_statement() -> None:
+    # A line holding only a backslash joins the next one: here, the class body goes on.
+    source = textwrap.dedent('''\
+        class Scale(torch.autograd.Function):
+            def forward(ctx, x):
+                return x
+        \\
+            def backward(ctx, grad):
+                return grad
+        x = 1
+        ''')
+    texts = chunk_texts(source)
+    assert texts[0].startswith("class Scale") and texts[0].endswith("return grad")
+    assert texts[1:] == ["x = 1"]
+    tree = parse_sparse(source + "\ndef filler():\n    return 1\n" * 20,
+                        lambda chunk: "class Scale" in chunk, "m.py")
+    assert tree is not None
+    assert [method.name for method in tree.body[0].body] == ["forward", "backward"]
+
+
+def test_a_form_feed_sets_the_column_back_to_zero() -> None:
+    source = "x = 1\n  \x0cimport torch\nclass A:\n    a = 1\n  \x0c    b = 2\n"
+    assert chunk_texts(source) == ["x = 1", "import torch",
+                                   "class A:\n    a = 1\n  \x0c    b = 2"]
+    found = scan_bytes("/p/mod.py", b"x = 1\n\x0cfrom torch.autograd import Function as F\n"
+                                    b"\x0cimport os\n")
+    assert set(found.imports) == {("torch.autograd", "Function"), ("os", "")}
+
+
+def test_piecewise_syntax_check_gives_the_whole_parse_error(monkeypatch) -> None:
+    import autograd_lint.sparse as sparse
+
+    monkeypatch.setattr(sparse, "_CHECK_PIECE_CHARS", 1)  # a piece per statement
+    sources = [
+        "x = 1\n\n\ndef f():\n    return 1\n",  # parses
+        "x = foo(a\nb)\n",  # a split inside brackets: the joined piece's error
+        "x = [1,\n2]\ny = (\n",  # never closed, at the end
+        "if x:\n\n# comment\n\nx = 1\n",  # a block never opened: the next line says so
+        "def f(:\n    pass\nx = '''\n",  # a later tokenizer error wins, as in a whole parse
+        "x = 1\n  y = 2\n",
+        "class A:\n    a = 1\n\\\n    b = 2\n",  # a backslash line goes on the class
+        "x = 1\nreturn 2\n",  # the compiler's error, not the parser's
+        "x = 1\n\x00\n",
+    ]
+    for source in sources:
+        try:
+            ast.parse(source)
+            whole = None
+        except SyntaxError as exc:
+            whole = (exc.msg, exc.lineno, exc.offset)
+        error = sparse.syntax_error(source, "<unknown>")
+        assert (None if error is None else (error.msg, error.lineno, error.offset)) == whole, \
+            source

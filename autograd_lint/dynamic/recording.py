@@ -286,8 +286,12 @@ def record_command(command: list[str], output: Path) -> tuple[int, str]:
         except OSError as exc:
             raise RecordingError(f"cannot run {command[0]}: {exc.strerror or exc}") from None
     functions, calls = _count(read_recording(output, strict=False))
-    summary = f"{calls - before[1]} new calls recorded ({calls} calls of {functions} " \
-              f"Functions in {output})"
+    new = calls - before[1]
+    if not output.exists():  # nothing was written: say so, and why it may be
+        failed = f"; the command exited with status {status}" if status else ""
+        return status, f"nothing recorded{failed} (no Function was called with recording on)"
+    summary = f"{new} new call{'' if new == 1 else 's'} recorded ({calls} calls of " \
+              f"{functions} Functions in {output})"
     return status, summary
 
 
