@@ -625,12 +625,18 @@ def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None)
     except KeyboardInterrupt:
         err.write("autograd-lint: interrupted\n")
         return 130
+    except Terminated:
+        err.write("autograd-lint: terminated\n")
+        return EXIT_TERMINATED
     except BrokenPipeError:
         # `autograd-lint check | head`: stop quietly.
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")
         return EXIT_ERROR
     except Exception as exc:
+        if _while_terminating(exc):  # a pool's shutdown failing as SIGTERM unwound it
+            err.write("autograd-lint: terminated\n")
+            return EXIT_TERMINATED
         if os.environ.get("AUTOGRAD_LINT_DEBUG"):
             raise
         err.write(f"autograd-lint: internal error: {type(exc).__name__}: {exc} "
@@ -643,14 +649,57 @@ def run() -> NoReturn:
     syntax trees one by one takes longer than the output needs (0.2 s on the
     torch tree); the operating system reclaims them all at exit, as mypy's
     command does."""
+    import signal
+
     keep: list[object] = []
+    # SIGTERM (`timeout`, CI cancellation) unwinds the run like Ctrl-C does,
+    # so that workers are stopped and temporary files removed on the way out.
+    catch = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    if catch:
+        signal.signal(signal.SIGTERM, _raise_terminated)
     code = main(keep=keep)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: nothing more to say
             pass
+    if catch and code == EXIT_TERMINATED:  # die by the signal, as shells expect
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
     os._exit(code)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (see `run`)."""
+
+
+EXIT_TERMINATED = 128 + 15
+
+
+def _while_terminating(exc: BaseException) -> bool:
+    """Whether the error arose while a Terminated was being handled."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, Terminated):
+            return True
+        seen.add(id(current))
+        current = current.__context__
+    return False
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    import signal
+
+    from .engine import forking
+
+    if forking():
+        # The signal arrived inside an at-fork callback, which would swallow
+        # the exception: raise it a moment later, in the run's own code.
+        signal.signal(signal.SIGALRM, _raise_terminated)
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        return
+    raise Terminated
 
 
 if __name__ == "__main__":  # pragma: no cover

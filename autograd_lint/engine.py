@@ -465,7 +465,8 @@ def _hook_forks() -> None:
         return
     _Workers.hooked = True
     _Workers.prctl = _load_prctl()
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
 
 
 def _load_prctl() -> Any:
@@ -490,6 +491,16 @@ def _before_fork() -> None:
     _Workers.from_main = threading.current_thread() is threading.main_thread()
 
 
+def _after_fork_in_parent() -> None:
+    _Workers.forking = 0
+
+
+def forking() -> bool:
+    """Whether this process is between the two halves of a fork: a signal
+    handler that raises there is ignored (at-fork callbacks swallow it)."""
+    return _Workers.forking == os.getpid()
+
+
 def _after_fork_in_child() -> None:
     """In every child forked during a run: die with the parent."""
     if _Workers.runs == 0:
@@ -497,7 +508,7 @@ def _after_fork_in_child() -> None:
     import signal
 
     try:
-        if signal.getsignal(signal.SIGTERM) is _terminated:
+        if callable(signal.getsignal(signal.SIGTERM)):  # ours, or the command's
             signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a worker just dies
     except ValueError:  # not the main thread: `_terminated` exits a worker too
         pass

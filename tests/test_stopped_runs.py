@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import torch_source_tree
+from .helpers import leaky_function, torch_source_tree
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or
                                 not os.path.isdir("/proc/self"),
@@ -189,3 +189,39 @@ def test_sigkill_of_the_parent_stops_the_workers(tree: Path, k: int, polling: bo
         assert _left_behind(workers) == set()
     finally:
         _clean_up(process, workers)
+
+
+# SIGTERM arrives while the cache is being written: the command unwinds (the
+# half-written temporary file is removed) and still dies by the signal.
+TERMINATED_WHILE_WRITING = """\
+import os
+import signal
+import sys
+
+from autograd_lint import cli
+
+replace = os.replace
+
+
+def terminated_first(source, destination):
+    if str(source).endswith(".tmp"):
+        os.kill(os.getpid(), signal.SIGTERM)
+    return replace(source, destination)
+
+
+os.replace = terminated_first
+sys.argv = ["autograd-lint", "check", sys.argv[1], "--cache-dir", sys.argv[2]]
+cli.run()
+"""
+
+
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "ops.py").write_text("import torch\n\n\n" + leaky_function())
+    cache = tmp_path / "cache"
+    run = subprocess.run([sys.executable, "-c", TERMINATED_WHILE_WRITING,
+                          str(tmp_path / "src"), str(cache)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == -signal.SIGTERM, run.stderr
+    assert run.stderr.endswith("autograd-lint: terminated\n")
+    assert list(tmp_path.rglob("*.tmp")) == []
