@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .registry import Rule
+if TYPE_CHECKING:  # the registry links rules to these pages: only its type here
+    from .registry import Rule
 
 _PACKAGE = Path(__file__).resolve().parent
 

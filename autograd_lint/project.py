@@ -19,8 +19,6 @@ from .analysis.torch_api import FUNCTION_BASES, SPECIAL_METHODS
 from .model import ClassInfo, FunctionNode, ModuleInfo, parameter_defaults
 
 if TYPE_CHECKING:
-    from .analysis.effects import Effects
-    from .analysis.function_facts import FunctionFacts
     from .files import ProjectRoots
 
 _MAX_REEXPORT_HOPS = 8
@@ -120,6 +118,9 @@ class FunctionClass:
     own: dict[str, Method] = field(default_factory=dict)
     class_attrs: dict[str, ast.expr] = field(default_factory=dict)
     project: Project | None = field(default=None, repr=False, compare=False)
+    # The analysis layer's facts about this class, once computed
+    # (analysis.function_facts.facts_of): the model keeps them, never computes them.
+    analysed: object = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -155,14 +156,6 @@ class FunctionClass:
             if base is not None and (value := base.attr(name)) is not None:
                 return value
         return None
-
-    @cached_property
-    def facts(self) -> FunctionFacts:
-        """What the interpreter finds in its methods: computed once, shared by
-        every rule family and the dynamic mode."""
-        from .analysis.function_facts import FunctionFacts
-
-        return FunctionFacts(self)
 
     @cached_property
     def style(self) -> str:
@@ -274,7 +267,9 @@ class Project:
         # run); any name that leads to one loads it, as if it had been.
         self.lazy = lazy
         self._tried: set[str] = set()
-        self.cache: dict[str, object] = {}  # project-wide results shared by checkers
+        # Project-wide results shared by checkers and by the analysis (the
+        # effect summaries of helpers: analysis/effects.py, `effects_of`).
+        self.cache: dict[str, object] = {}
         self.by_name: dict[str, list[ModuleInfo]] = {}
         self._by_last_part: dict[str, list[ModuleInfo]] = {}
         self._state: dict[ClassInfo, bool | None] = {}  # None while being decided (cycles)
@@ -487,14 +482,6 @@ class Project:
             path = fn.module.path
             self._build_reads[path] = self._build_reads[path] | reads
             _collect_members(fn)
-
-    @cached_property
-    def effects(self) -> Effects:
-        """What helpers and kernels change in place: one summary per function
-        the Functions call, shared by all of them (analysis/effects.py)."""
-        from .analysis.effects import Effects
-
-        return Effects(self)
 
     def has_subclasses(self, fn: FunctionClass) -> bool:
         """Whether some known Function derives from `fn` (it is a base class)."""

@@ -10,7 +10,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from autograd_lint.analysis.function_facts import FunctionFacts, only_raises
+from autograd_lint.analysis.function_facts import FunctionFacts, facts_of, only_raises
 from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 from autograd_lint.files import is_test_path
 from autograd_lint.fixes import instance_call_to_apply
@@ -220,7 +220,7 @@ class UsageChecker(Checker):
         if fn.method("forward") is None or (fn.method("backward") is None and
                                             fn.method("vjp") is None):
             return  # cannot be gradchecked as written (AGF106 / AGF111 say why)
-        facts = fn.facts
+        facts = facts_of(fn)
         if facts.outputs_non_differentiable or facts.deliberate_gradient is not None:
             return  # backward never runs, or differs from the derivative on purpose
         backward = fn.method("backward") or fn.method("vjp")

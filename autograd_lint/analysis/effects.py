@@ -1,23 +1,23 @@
-"""Effect summaries: which parameters a helper changes in place.
+"""Effect summaries of helpers: which parameters a helper changes in place.
 
 A Function's forward or backward often writes through a helper: a wrapper
 that launches a Triton kernel storing into `q` and `k`, a function that
 calls `dist.all_reduce(grad)` or `grad.mul_()`. For every function the
 interpreter calls (a def of the module, a staticmethod of a class, an
-imported helper of a scanned module) a summary is computed once per project
-and applied at each call site as in-place changes of the arguments passed
-there, so the in-place rules (AGF005/006/007) see through it.
+imported helper of a scanned module) a summary (summaries.py) is computed
+once per project and applied at each call site as in-place changes of the
+arguments passed there (callees.py), so the in-place rules (AGF005/006/007)
+see through it.
 
 - A Python function: the interpreter runs over its body with each parameter
   as a root of its own; its in-place events on those roots (directly, on
   views and aliases, through in-place collectives, through callees' own
   summaries) are the summary. A call to a function whose summary is being
   computed (recursion) contributes nothing.
-- A `@triton.jit` kernel (also under `triton.autotune` / `heuristics`): a
-  pointer parameter is written when an address built from it (arithmetic,
-  `tl.make_block_ptr(base=...)`, `tl.advance`, not values `tl.load` read)
-  reaches `tl.store` or a `tl.atomic_*`. A launch `kernel[grid](a, b)` then
-  writes the tensors bound to those parameters.
+- A `@triton.jit` kernel: the pointer parameters whose addresses reach a
+  store (triton_kernels.py), specialized to each launch's literal arguments.
+- A custom op (`torch.ops.ns.name(...)`): the arguments it declares it
+  mutates (custom_ops.py).
 
 Unknown callees stay opaque: no summary, no finding.
 """
@@ -25,92 +25,34 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..model import FunctionNode, ModuleInfo, Scope
+from .custom_ops import CustomOp, declared_mutations, declared_ops
+from .events import LeftAutograd, MethodFacts, Mutation, Return
 from .guards import (
     UNCONDITIONAL,
     Binding,
     Path,
     call_binding,
-    evaluate,
     ruled_out,
     statement_guards,
 )
+from .interpreter import Interpreter
+from .markers import param_names
+from .summaries import Effect, Leave, Result, Summary, Write
+from .syntax import parameters_of
+from .triton_kernels import is_kernel, kernel_writes
+from .values import Value
 
 if TYPE_CHECKING:
     from ..project import Project
-    from .interpreter import MethodFacts, Return
-    from .values import Value
 
-_TRITON_STORES = frozenset({"store", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
-                            "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas"})
-# Calls whose result is still an address built from their first argument.
-_POINTER_CALLS = frozenset({"make_block_ptr", "advance", "multiple_of", "max_contiguous",
-                            "max_constancy", "to", "broadcast_to", "reshape", "expand_dims"})
-_KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
+
 # Libraries whose functions are never summarized: torch's in-place API is
 # known by name, and following `torch.*` into a torch checkout costs parses.
 _LIBRARIES = frozenset({"torch", "triton", "numpy", "math", "functools", "operator",
                         "builtins", "typing", "os", "sys", "warnings", "collections"})
-
-
-@dataclass(frozen=True)
-class Write:
-    """A parameter the callee changes in place."""
-
-    position: int | None  # None: keyword-only
-    name: str
-    certain: bool  # the change only exists on tensors (`.add_()`, a kernel store)
-    # The paths (tests of the callee's parameters) on which the change happens:
-    # a call whose literal arguments refute all of them (`inplace=False`,
-    # `mode="copy"`) does not write.
-    when: tuple[Path, ...] = UNCONDITIONAL
-
-
-@dataclass(frozen=True)
-class Result:
-    """The parameters a function's result may be (or be a view of)."""
-
-    whole: frozenset[str] = frozenset()
-    # Per position, when every return is a tuple display of one length.
-    elements: tuple[frozenset[str], ...] | None = None
-    detached: bool = False  # every aliasing value returned is a `.detach()` of it
-
-
-@dataclass(frozen=True)
-class Leave:
-    """A parameter whose value leaves autograd on the way to the result
-    (`.item()`, `.numpy()`, `np.*`, a no_grad block; `.detach()` / `.data`
-    when `on_gradient`: those matter only for the incoming gradient itself)."""
-
-    name: str
-    how: str
-    on_gradient: bool = False
-
-
-@dataclass(frozen=True)
-class Effect:
-    writes: tuple[Write, ...] = ()
-    result: Result = Result()
-    leaves: tuple[Leave, ...] = ()
-
-
-@dataclass(frozen=True)
-class Summary:
-    callee: str  # as written at the call site, for messages
-    kernel: bool
-    writes: tuple[Write, ...]
-    result: Result = Result()
-    parameters: tuple[tuple[str, int | None], ...] = ()  # (name, position): binding args
-    leaves: tuple[Leave, ...] = ()
-
-
-def param_names(markers: frozenset[str]) -> frozenset[str]:
-    """The parameters named by `param:` roots or taint markers (a summary run
-    gives each parameter both)."""
-    return frozenset(m[6:] for m in markers if m.startswith("param:"))
 
 
 class Effects:
@@ -162,7 +104,7 @@ class Effects:
         if found is None:
             return None
         node, owner = found
-        kernel = _is_kernel(node)
+        kernel = is_kernel(node)
         if kernel != kernel_launch:
             return None  # `kernel(x)` outside a launch, or `f[grid]` of a plain def
         effect = self._summary(node, owner)
@@ -173,7 +115,7 @@ class Effects:
                 not effect.leaves:
             return None
         return Summary(ast.unparse(target), kernel, writes, effect.result,
-                       tuple(_parameters(node)), effect.leaves)
+                       tuple(parameters_of(node)), effect.leaves)
 
     def _callee(self, target: ast.Name | ast.Attribute, scope: Scope,
                 module: ModuleInfo) -> tuple[FunctionNode, ModuleInfo] | None:
@@ -211,7 +153,7 @@ class Effects:
         arguments its `mutates_args` (or schema `Tensor(a!)`) name are written."""
         key = id(module)
         if key not in self._ops:
-            self._ops[key] = _custom_ops(module, self.project)
+            self._ops[key] = declared_ops(module, self.project)
         parts = qualified.split(".")
         if len(parts) < 4:
             return None
@@ -229,9 +171,9 @@ class Effects:
             key = (id(kernel), tuple(sorted(binding.items())))
             hash(key)
         except TypeError:  # an unhashable literal: no memo, same answer
-            return _kernel_writes(kernel, binding)
+            return kernel_writes(kernel, binding)
         if key not in self._launches:
-            self._launches[key] = _kernel_writes(kernel, binding)
+            self._launches[key] = kernel_writes(kernel, binding)
         return self._launches[key]
 
     # -- summaries -------------------------------------------------------------
@@ -253,14 +195,11 @@ class Effects:
     def _effect(self, node: FunctionNode, module: ModuleInfo) -> Effect:
         if self.project is not None:
             self.project.read(module)  # the helper's own file
-        return Effect(_kernel_writes(node)) if _is_kernel(node) else \
+        return Effect(kernel_writes(node)) if is_kernel(node) else \
             self._python_effect(node, module)
 
     def _python_effect(self, node: FunctionNode, module: ModuleInfo) -> Effect:
-        from .interpreter import Interpreter, Mutation
-        from .values import Value
-
-        parameters = _parameters(node)
+        parameters = parameters_of(node)
         # Each parameter is a root (for writes and aliases) and a taint (for
         # what the result is computed from) of its own.
         initial = {name: Value(roots=frozenset({f"param:{name}"}),
@@ -276,7 +215,7 @@ class Effects:
             for name in param_names(mutation.value.roots):
                 certain[name] = certain.get(name, False) or mutation.certain_tensor
                 paths.setdefault(name, set()).add(path)
-        for name in _declared_mutations(node):  # a custom op's `mutates_args`
+        for name in declared_mutations(node):  # a custom op's `mutates_args`
             certain[name] = True
             paths[name] = {()}
         writes = tuple(Write(position, name, certain[name], _alternatives(paths[name]))
@@ -289,8 +228,6 @@ def _leaves(node: FunctionNode, facts: MethodFacts,
     """Parameters whose values leave autograd on the way to a returned value.
     Not under a mode switch of the helper (`if quant_type == "truncated":`):
     whether the caller's mode takes that branch is not known here."""
-    from .interpreter import LeftAutograd
-
     switched = _mode_switched(node, {name for name, _ in parameters})
     found: set[Leave] = set()
     for event in facts.of(LeftAutograd):
@@ -327,104 +264,13 @@ def _result(returns: list[Return]) -> Result:
     return Result(whole, elements, bool(aliasing) and all(v.detached for v in aliasing))
 
 
-# ---------------------------------------------------------------------------
-# Custom ops (torch.library): what they declare they mutate
-# ---------------------------------------------------------------------------
-_CUSTOM_OP_DECORATORS = frozenset({"custom_op", "triton_op"})
-
-
-@dataclass(frozen=True)
-class CustomOp:
-    parameters: tuple[tuple[str, int | None], ...]
-    mutated: frozenset[str]
-
-
-def _custom_op_decorator(node: FunctionNode) -> ast.Call | None:
-    """`@torch.library.custom_op("ns::op", mutates_args=...)` (or `triton_op`)."""
-    return next((d for d in node.decorator_list if isinstance(d, ast.Call)
-                 and _last_name(d.func) in _CUSTOM_OP_DECORATORS), None)
-
-
-def _declared_mutations(node: FunctionNode) -> frozenset[str]:
-    """`@torch.library.custom_op("ns::op", mutates_args=("x",))`: {"x"}."""
-    decorator = _custom_op_decorator(node)
-    for keyword in decorator.keywords if decorator is not None else ():
-        if keyword.arg == "mutates_args" and \
-                isinstance(keyword.value, (ast.Tuple, ast.List, ast.Set)):
-            return frozenset(e.value for e in keyword.value.elts
-                             if isinstance(e, ast.Constant) and isinstance(e.value, str))
-    return frozenset()
-
-
-def _last_name(expr: ast.expr) -> str:
-    """`torch.library.custom_op` -> "custom_op"; "" for other expressions."""
-    return expr.attr if isinstance(expr, ast.Attribute) else \
-        expr.id if isinstance(expr, ast.Name) else ""
-
-
-def _custom_ops(module: ModuleInfo, project: Project | None) -> dict[str, CustomOp]:
-    """The ops a module declares, by "ns::name" ("::name" when a `lib.define`
-    leaves the namespace to its Library): decorated defs and schema strings."""
-    if "mutates_args" not in module.source and "!)" not in module.source:
-        return {}
-    if module.partial and project is not None:
-        module = project.complete(module)
-    ops: dict[str, CustomOp] = {}
-    for node in ast.walk(module.tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            decorator = _custom_op_decorator(node)
-            first = decorator.args[0] if decorator is not None and decorator.args else None
-            if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
-                    "::" in first.value:
-                ops[first.value] = CustomOp(tuple(_parameters(node)), _declared_mutations(node))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr == "define":
-            strings = [a.value for a in node.args
-                       if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            if len(strings) == 2:  # torch.library.define("ns::name", "(Tensor(a!) x) -> ()")
-                declared = _schema(strings[0] + strings[1])
-            elif len(strings) == 1:  # lib.define("name(Tensor(a!) x) -> ()")
-                declared = _schema(strings[0])
-            else:
-                continue
-            if declared is not None:
-                name, op = declared
-                ops[name if "::" in name else f"::{name}"] = op
-    return ops
-
-
-def _schema(text: str) -> tuple[str, CustomOp] | None:
-    """"ns::name(Tensor(a!) x, Tensor y, *, int n=1) -> ()": the op's name,
-    its parameters and those annotated as written (`!`)."""
-    name, paren, rest = text.partition("(")
-    if not paren or "->" not in rest:
-        return None
-    name = name.strip().split(".")[0]  # an overload name ("name.out") is not part of the op
-    arguments = rest.rsplit("->", 1)[0].strip().removesuffix(")")
-    parameters: list[tuple[str, int | None]] = []
-    mutated: set[str] = set()
-    depth, current, pieces = 0, "", []
-    for char in arguments:
-        depth += char in "([" and 1 or 0
-        depth -= char in ")]" and 1 or 0
-        if char == "," and depth == 0:
-            pieces.append(current)
-            current = ""
-        else:
-            current += char
-    pieces.append(current)
-    keyword_only = False
-    for piece in (p.strip() for p in pieces):
-        if piece == "*":
-            keyword_only = True
-            continue
-        words = piece.split("=")[0].split()
-        if len(words) < 2:
-            continue
-        parameters.append((words[-1], None if keyword_only else len(parameters)))
-        if "!" in " ".join(words[:-1]):
-            mutated.add(words[-1])
-    return name, CustomOp(tuple(parameters), frozenset(mutated))
+def effects_of(project: Project) -> Effects:
+    """The summaries of a project's functions: one `Effects` per project,
+    kept with its project-wide results and shared by all its Functions."""
+    effects = project.cache.get("effects")
+    if not isinstance(effects, Effects):
+        effects = project.cache["effects"] = Effects(project)
+    return effects
 
 
 def _mode_switched(node: FunctionNode, parameters: set[str]) -> set[int]:
@@ -474,125 +320,3 @@ def _def_in(module: ModuleInfo, qualname: str,
         module = project.complete(module)  # the sparse parse may have left the def out
         node = module.defs.get(qualname)
     return (node, module) if node is not None else None
-
-
-def _parameters(node: FunctionNode) -> list[tuple[str, int | None]]:
-    """(name, position) of each parameter apply-style calls can bind."""
-    positional = [*node.args.posonlyargs, *node.args.args]
-    found: list[tuple[str, int | None]] = [(a.arg, i) for i, a in enumerate(positional)]
-    found += [(a.arg, None) for a in node.args.kwonlyargs]
-    return found
-
-
-def _is_kernel(node: FunctionNode) -> bool:
-    for decorator in node.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        name = _last_name(target)
-        root = target
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if name in _KERNEL_DECORATORS and isinstance(root, ast.Name) and \
-                root.id in ("triton", "jit", "autotune", "heuristics"):
-            return True
-    return False
-
-
-def _kernel_writes(node: FunctionNode, binding: Binding | None = None) -> tuple[Write, ...]:
-    """Pointer parameters whose addresses reach a store or an atomic, under a
-    launch's literal arguments (`binding`) where they decide a branch."""
-    binding = binding or {}
-    parameters = _parameters(node)
-    names = {name for name, _ in parameters}
-    derived: dict[str, set[str]] = {name: {name} for name in names}
-    assignments = [n for n in ast.walk(node) if isinstance(n, (ast.Assign, ast.AugAssign))]
-    for _ in range(len(assignments) + 1):  # to a fixed point: chains of rebindings
-        grew = False
-        for assignment in assignments:
-            sources = _address_sources(assignment.value, derived, binding)
-            targets = assignment.targets if isinstance(assignment, ast.Assign) \
-                else [assignment.target]
-            for target in targets:
-                for name_node in ast.walk(target):
-                    if isinstance(name_node, ast.Name):
-                        known = derived.setdefault(name_node.id, set())
-                        if isinstance(assignment, ast.AugAssign) and known:
-                            sources = known  # `ptr += offset` moves the same pointer
-                        if not sources <= known:
-                            known |= sources
-                            grew = True
-        if not grew:
-            break
-    constants = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-                 if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
-    written = _stored(node.body, derived, constants, binding)
-    return tuple(Write(position, name, True) for name, position in parameters
-                 if name in written and name not in constants)
-
-
-def _stored(body: list[ast.stmt], derived: dict[str, set[str]],
-            constants: set[str], binding: Binding) -> set[str]:
-    """Parameters stored into by these statements on every specialization the
-    launch allows: an `if` its literal arguments decide runs one branch; a
-    store under an undecided `if FLAG:` (a constexpr parameter) counts only
-    when the else branch stores there too (`PRECOMPUTED_LSE` kernels load
-    instead)."""
-    written: set[str] = set()
-    for statement in body:
-        decided = evaluate(statement.test, binding) if isinstance(statement, ast.If) else None
-        if decided is not None:
-            branch = statement.body if decided else statement.orelse  # type: ignore[attr-defined]
-            written |= _stored(branch, derived, constants, binding)
-            continue
-        if isinstance(statement, ast.If) and any(
-                isinstance(n, ast.Name) and n.id in constants for n in ast.walk(statement.test)):
-            written |= _stored(statement.body, derived, constants, binding) & \
-                _stored(statement.orelse, derived, constants, binding)
-            continue
-        nested = [child for field in ("body", "orelse", "finalbody")
-                  for child in [getattr(statement, field, None)] if isinstance(child, list)]
-        for block in nested:
-            written |= _stored(block, derived, constants, binding)
-        for handler in getattr(statement, "handlers", ()):
-            written |= _stored(handler.body, derived, constants, binding)
-        own = [statement] if not nested else \
-            [getattr(statement, f) for f in ("test", "iter", "items") if hasattr(statement, f)]
-        for part in own:
-            for call in ast.walk(part) if isinstance(part, ast.AST) else ():
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
-                        call.func.attr in _TRITON_STORES and call.args:
-                    written |= _address_sources(call.args[0], derived, binding)
-    return written
-
-
-def _address_sources(expr: ast.expr, derived: dict[str, set[str]],
-                     binding: Binding) -> set[str]:
-    """The parameters an address expression is built from: names and
-    arithmetic, through pointer-preserving calls; not through loads. A
-    conditional expression the launch's literal arguments decide is the
-    branch they choose."""
-    if isinstance(expr, ast.Name):
-        return set(derived.get(expr.id, ()))
-    if isinstance(expr, ast.BinOp):
-        if not isinstance(expr.op, (ast.Add, ast.Sub)):
-            return set()  # `row * stride`: an offset, never an address
-        # `ptr + offsets`: the address is the left operand's; the right one
-        # counts only when the left is a pure offset (`row * stride + ptr`).
-        # (`Q + (cols * 2 + head_dim)` does not store into `head_dim`.)
-        return _address_sources(expr.left, derived, binding) or \
-            _address_sources(expr.right, derived, binding)
-    if isinstance(expr, ast.Subscript):  # `ptr[None, :]`: still the address
-        return _address_sources(expr.value, derived, binding)
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
-            expr.func.attr in _POINTER_CALLS:
-        if expr.func.attr == "to":  # `ptr.to(tl.pointer_type(...))`
-            return _address_sources(expr.func.value, derived, binding)
-        base = next((k.value for k in expr.keywords if k.arg == "base"),
-                    expr.args[0] if expr.args else None)
-        return _address_sources(base, derived, binding) if base is not None else set()
-    if isinstance(expr, ast.IfExp):
-        decided = evaluate(expr.test, binding)
-        if decided is not None:
-            return _address_sources(expr.body if decided else expr.orelse, derived, binding)
-        return _address_sources(expr.body, derived, binding) | \
-            _address_sources(expr.orelse, derived, binding)
-    return set()

@@ -5,17 +5,25 @@ expression"): a first interpretation of forward (and setup_context) collects
 evidence that an input is used as a tensor (a tensor-only method, passed to
 save_for_backward, a `@` operand, returned by forward, ...); the second pass
 runs with those judgements and its events are the ones checkers see.
+
+What an input's annotation and default say is in declared_inputs.py; what
+forward's returns are, read off its syntax, in forward_shape.py. `facts_of`
+(at the end) computes them once per Function and keeps them on it.
 """
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import replace
 from functools import cached_property
 
 from ..project import FunctionClass, Method
 from . import torch_api as api
-from .interpreter import FROM_GRAD, OWN_SAVED, CtxCall, CtxStore, Interpreter, MethodFacts, Mutation
+from .declared_inputs import annotation_kind, input_value, non_tensor_reason
+from .effects import effects_of
+from .events import CtxCall, CtxStore, MethodFacts, Mutation
+from .forward_shape import deliberate_gradient_of
+from .interpreter import Interpreter
+from .markers import FROM_GRAD, OWN_SAVED
 from .values import Kind, Value, join
 
 
@@ -31,7 +39,7 @@ class FunctionFacts:
         forward = self.fn.forward
         defaults = forward.defaults if forward else {}
         scope = forward.owner.info.scope if forward else self.fn.info.scope
-        values = {arg.arg: _input_value(arg, defaults.get(arg.arg), scope)
+        values = {arg.arg: input_value(arg, defaults.get(arg.arg), scope)
                   for arg in self.fn.inputs}
         if forward is not None and forward.vararg is not None:
             name = forward.vararg.arg
@@ -96,13 +104,7 @@ class FunctionFacts:
         arg = next((a for a in self.fn.inputs if a.arg == name), None)
         if arg is None:
             return None
-        scope = forward.owner.info.scope
-        if arg.annotation is not None and _annotation_kind(arg.annotation, scope) is Kind.NONTENSOR:
-            return f"annotated `{ast.unparse(arg.annotation)}`"
-        default = forward.defaults.get(name)
-        if default is not None and _is_literal(default) and not _is_none(default):
-            return f"its default is `{ast.unparse(default)}`"
-        return None
+        return non_tensor_reason(arg, forward.defaults.get(name), forward.owner.info.scope)
 
     # -- methods ---------------------------------------------------------------
     def facts(self, name: str) -> MethodFacts | None:
@@ -129,18 +131,8 @@ class FunctionFacts:
             params = params[1:]
         layout = None
         if name in api.BACKWARD_METHODS or name == "jvp":
-            prefix = "grad" if name != "jvp" else "tangent"
-            taint = frozenset({FROM_GRAD}) if prefix == "grad" else frozenset()
-            for arg in params:
-                initial[arg.arg] = Value(Kind.TENSOR, frozenset({f"{prefix}:{arg.arg}"}),
-                                         src=f"{prefix}:{arg.arg}", taint=taint)
-            if method.vararg is not None:
-                star = method.vararg.arg
-                # Each element is an incoming gradient itself (`grads[0]`).
-                element = Value(Kind.TENSOR, frozenset({f"{prefix}:{star}"}),
-                                src=f"{prefix}:{star}", taint=taint)
-                initial[star] = Value(Kind.TENSORS, frozenset({f"{prefix}:{star}"}), None, True,
-                                      src=f"{prefix}s:{star}", taint=taint, item=element)
+            initial.update(_incoming(params, method.vararg,
+                                     "grad" if name != "jvp" else "tangent"))
             layout = self.saved_layout("save_for_forward" if name == "jvp"
                                        else "save_for_backward") if saved else None
         elif name == "vmap" and len(params) >= 2:
@@ -151,7 +143,7 @@ class FunctionFacts:
             scope = method.owner.info.scope
             for arg in params:  # a helper method: what its annotations say
                 initial[arg.arg] = Value() if arg.annotation is None else \
-                    Value(_annotation_kind(arg.annotation, scope))
+                    Value(annotation_kind(arg.annotation, scope))
         return self._interpret(method, initial, layout)
 
     def _interpret(self, method: Method, initial: dict[str, Value],
@@ -162,7 +154,7 @@ class FunctionFacts:
             initial.setdefault(arg, Value())
         project = self.fn.project
         interpreter = Interpreter(method.owner.module, method.owner.info.scope, method.node,
-                                  initial, layout, project.effects if project else None)
+                                  initial, layout, effects_of(project) if project else None)
         return interpreter.run()
 
     def saved_layout(self, method: str = "save_for_backward") -> tuple[Value, ...] | None:
@@ -320,17 +312,7 @@ class FunctionFacts:
         inputs = {arg.arg for arg in self.fn.inputs}
         if forward.vararg is not None:  # `return args`: the inputs themselves
             inputs.add(forward.vararg.arg)
-        shape = _ForwardShape(forward.node, inputs)
-        returns = [node.value for node in ast.walk(forward.node)
-                   if isinstance(node, ast.Return) and node.value is not None]
-        if not returns:
-            return None
-        if not self._changes_outputs_in_place() and \
-                all(shape.identity_result(expr) for expr in returns):
-            return "identity"  # (`out = x.clone(); kernel[grid](out)` computes)
-        if all(shape.piecewise_constant_result(expr) for expr in returns):
-            return "piecewise-constant"
-        return None
+        return deliberate_gradient_of(forward.node, inputs, self._changes_outputs_in_place)
 
     def _changes_outputs_in_place(self) -> bool:
         """Whether forward changes in place a tensor it returns (or a view)."""
@@ -386,155 +368,6 @@ class FunctionFacts:
         return frozenset(found)
 
 
-# Methods whose result is the same values as the receiver.
-_SAME_VALUES = frozenset({"view", "view_as", "reshape", "reshape_as", "clone", "contiguous",
-                          "expand_as", "expand", "flatten", "squeeze", "unsqueeze", "detach"})
-# A value the shape analysis cannot see through (neither an input nor a staircase).
-_OPAQUE = ast.Call(func=ast.Name(id="<opaque>", ctx=ast.Load()), args=[], keywords=[])
-# Pytree maps: `tree_map(lambda t: t.clone(), args)` returns the same values.
-_TREE_MAPS = frozenset({"tree_map", "tree_map_only", "map_structure"})
-# Functions and methods with a zero derivative almost everywhere.
-_PIECEWISE_CONSTANT = frozenset({"round", "floor", "ceil", "sign", "trunc", "fix", "bernoulli",
-                                 "heaviside", "round_", "floor_", "ceil_", "sign_", "trunc_",
-                                 "bernoulli_"})
-_CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "to", "type_as", "type"})
-
-
-def _low_precision(node: ast.expr) -> bool:
-    """`torch.float8_e4m3fn`, `torch.int8`, `torch.uint8`: few representable values."""
-    last = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
-    return last.startswith(("float8", "int", "uint"))
-
-
-class _ForwardShape:
-    """Syntactic facts about what forward returns, through its local names."""
-
-    def __init__(self, node: ast.FunctionDef | ast.AsyncFunctionDef, inputs: set[str]) -> None:
-        self.inputs = inputs
-        self.bindings: dict[str, list[ast.expr]] = {}
-        for stmt in ast.walk(node):
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
-                    isinstance(stmt.targets[0], ast.Name):
-                self.bindings.setdefault(stmt.targets[0].id, []).append(stmt.value)
-            elif isinstance(stmt, (ast.Assign, ast.For)):  # `q, k = helper(q, k)`: unknown
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for name in _rebound_names(targets):
-                    self.bindings.setdefault(name, []).append(_OPAQUE)
-            elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and \
-                    isinstance(stmt.target, ast.Name):
-                self.bindings.setdefault(stmt.target.id, []).append(ast.Constant(None))
-        # Locals handed to a call that may write them (`kernel[grid](out)`,
-        # `fill(out)`): a copy of an input that a call may change is no
-        # evidence of an identity forward.
-        self.handed: set[str] = {
-            arg.id for call in ast.walk(node) if isinstance(call, ast.Call)
-            and not _reads_only(call.func)
-            for arg in (*call.args, *(k.value for k in call.keywords))
-            if isinstance(arg, ast.Name)}
-
-    def identity_result(self, expr: ast.expr) -> bool:
-        """`x`, `x.view_as(x)`, `x.clone()`, or a tuple of those and literals,
-        with at least one input."""
-        elements = expr.elts if isinstance(expr, ast.Tuple) else [expr]
-        kinds = [self._identity(e, frozenset()) for e in elements]
-        return all(kinds) and any(kind == "input" for kind in kinds)
-
-    def _identity(self, expr: ast.expr, seen: frozenset[str]) -> str | None:
-        if isinstance(expr, ast.Constant):
-            return "literal"
-        if isinstance(expr, ast.Name):
-            if expr.id in seen:  # `x = x.contiguous()`: back at the input itself
-                return "input" if expr.id in self.inputs else None
-            values = self.bindings.get(expr.id)
-            if not values:
-                return "input" if expr.id in self.inputs else None
-            if expr.id in self.handed:
-                return None
-            kinds = {self._identity(v, seen | {expr.id}) for v in values}
-            return kinds.pop() if len(kinds) == 1 else None
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
-                expr.func.attr in _SAME_VALUES:
-            return "input" if self._identity(expr.func.value, seen) == "input" else None
-        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
-            # `args[0]` of `*args`: one of the inputs
-            return "input" if self._identity(expr.value, seen) == "input" else None
-        if isinstance(expr, ast.IfExp):
-            kinds = {self._identity(expr.body, seen), self._identity(expr.orelse, seen)}
-            return kinds.pop() if len(kinds) == 1 else None
-        if isinstance(expr, ast.Call) and _last_attr(expr.func) in _TREE_MAPS and \
-                len(expr.args) == 2 and isinstance(expr.args[0], ast.Lambda):
-            mapped = expr.args[0]
-            inner = _ForwardShape.__new__(_ForwardShape)
-            inner.inputs = {a.arg for a in mapped.args.args}
-            inner.bindings = {}
-            if inner._identity(mapped.body, frozenset()) != "input":
-                return None
-            return "input" if self._identity(expr.args[1], seen) == "input" else None
-        return None
-
-    def piecewise_constant_result(self, expr: ast.expr) -> bool:
-        elements = expr.elts if isinstance(expr, ast.Tuple) else [expr]
-        return any(self._piecewise(e, 0) for e in elements) and all(
-            self._piecewise(e, 0) or isinstance(e, ast.Constant) for e in elements)
-
-    def _piecewise(self, expr: ast.expr, depth: int) -> bool:
-        if depth > 8:
-            return False
-        if isinstance(expr, ast.Name):
-            values = self.bindings.get(expr.id)
-            return bool(values) and all(self._piecewise(v, depth + 1) for v in values)
-        if isinstance(expr, ast.BinOp):  # `torch.round(x / s) * s`: still a staircase
-            sides = [expr.left, expr.right]
-            # The other side scales or shifts: a number, a name, an attribute.
-            return any(self._piecewise(side, depth + 1) for side in sides) and all(
-                self._piecewise(side, depth + 1) or
-                isinstance(side, (ast.Constant, ast.Name, ast.Attribute)) for side in sides)
-        if not isinstance(expr, ast.Call):
-            return False
-        func = expr.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if name in _PIECEWISE_CONSTANT:
-            return True
-        if name == "to" and any(_low_precision(a) for a in (*expr.args,
-                                                            *(k.value for k in expr.keywords))):
-            return True  # a cast to float8 or an integer type is a staircase too
-        if name in _CONVERSIONS | _SAME_VALUES and isinstance(func, ast.Attribute):
-            receiver = func.value
-            return isinstance(receiver, ast.Compare) or self._piecewise(receiver, depth + 1)
-        if name in ("clamp", "clip") and isinstance(func, ast.Attribute):
-            return self._piecewise(func.value, depth + 1)
-        return False
-
-
-# Calls that only look at their arguments.
-_READ_ONLY_CALLS = frozenset({"isinstance", "len", "print", "hasattr", "getattr", "type", "id",
-                              "is_tensor", "is_floating_point", "numel", "dim", "size"})
-
-
-def _reads_only(func: ast.expr) -> bool:
-    """`len(x)`, `isinstance(x, T)`, `ctx.save_for_backward(x)`, `x.view_as(y)`."""
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
-            func.value.id in ("ctx", "self"):
-        return True
-    name = _last_attr(func)
-    return name in _READ_ONLY_CALLS or name in _SAME_VALUES or name in _TREE_MAPS
-
-
-def _rebound_names(targets: list[ast.expr]) -> Iterator[str]:
-    """Names an assignment rebinds (`a, (b, *c) = ...`; not `x.attr = ...`)."""
-    for target in targets:
-        if isinstance(target, ast.Name):
-            yield target.id
-        elif isinstance(target, ast.Starred):
-            yield from _rebound_names([target.value])
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            yield from _rebound_names(target.elts)
-
-
-def _last_attr(node: ast.expr) -> str:
-    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
-
-
 def only_raises(node: ast.FunctionDef | ast.AsyncFunctionDef, exception: str | None = None
                 ) -> bool:
     """A body (docstring aside) that only raises (`exception`, when given)."""
@@ -545,6 +378,25 @@ def only_raises(node: ast.FunctionDef | ast.AsyncFunctionDef, exception: str | N
     exc = body[0].exc
     name = exc.func if isinstance(exc, ast.Call) else exc
     return exception is None or isinstance(name, ast.Name) and name.id == exception
+
+
+def _incoming(params: list[ast.arg], vararg: ast.arg | None,
+              prefix: str) -> dict[str, Value]:
+    """The parameters of backward (prefix "grad") or jvp ("tangent"): each an
+    incoming tensor and a root of its own; gradients carry FROM_GRAD."""
+    taint = frozenset({FROM_GRAD}) if prefix == "grad" else frozenset()
+    values: dict[str, Value] = {}
+    for arg in params:
+        values[arg.arg] = Value(Kind.TENSOR, frozenset({f"{prefix}:{arg.arg}"}),
+                                src=f"{prefix}:{arg.arg}", taint=taint)
+    if vararg is not None:
+        star = vararg.arg
+        # Each element is an incoming gradient itself (`grads[0]`).
+        element = Value(Kind.TENSOR, frozenset({f"{prefix}:{star}"}),
+                        src=f"{prefix}:{star}", taint=taint)
+        values[star] = Value(Kind.TENSORS, frozenset({f"{prefix}:{star}"}), None, True,
+                             src=f"{prefix}s:{star}", taint=taint, item=element)
+    return values
 
 
 def _owned(value: Value, returned: frozenset[str]) -> bool:
@@ -603,78 +455,9 @@ def _as_output(value: Value | None) -> Value:
     return replace(value, src="output", roots=value.roots | {"output"})
 
 
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
-def _is_literal(node: ast.expr) -> bool:
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return _is_literal(node.operand)
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_is_literal(e) for e in node.elts)
-    return False
-
-
-def _strip_optional(node: ast.expr) -> tuple[ast.expr, bool]:
-    """`Optional[X]`, `X | None`, `Union[X, None]` -> (X, True)."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        if _is_none(node.right):
-            return node.left, True
-        if _is_none(node.left):
-            return node.right, True
-    if isinstance(node, ast.Subscript):
-        head = node.value.attr if isinstance(node.value, ast.Attribute) else \
-            getattr(node.value, "id", None)
-        if head == "Optional":
-            return node.slice, True
-        if head == "Union" and isinstance(node.slice, ast.Tuple):
-            rest = [e for e in node.slice.elts if not _is_none(e)]
-            if len(rest) == 1 and len(node.slice.elts) == 2:
-                return rest[0], True
-    return node, False
-
-
-def _annotation_kind(node: ast.expr, scope) -> Kind:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value, mode="eval").body
-        except SyntaxError:
-            return Kind.UNKNOWN
-    inner, _ = _strip_optional(node)
-    if isinstance(inner, (ast.Name, ast.Attribute)):
-        qualified = scope.resolve(inner) or ast.unparse(inner)
-        if qualified in api.TENSOR_ANNOTATIONS or api.is_tensor_class(qualified):
-            return Kind.TENSOR
-        if qualified in api.SCALAR_ANNOTATIONS or ast.unparse(inner) in api.SCALAR_ANNOTATIONS:
-            return Kind.NONTENSOR
-    return Kind.UNKNOWN
-
-
-def _input_value(arg: ast.arg, default: ast.expr | None, scope) -> Value:
-    root = f"input:{arg.arg}"
-    kind = Kind.UNKNOWN
-    maybe_none = default is not None and _is_none(default)
-    seq = False
-    if default is not None and not maybe_none and _is_literal(default):
-        kind = Kind.NONTENSOR
-        seq = isinstance(default, (ast.Tuple, ast.List))
-    integral = False
-    if arg.annotation is not None:
-        annotated = _annotation_kind(arg.annotation, scope)
-        if annotated is not Kind.UNKNOWN and kind is Kind.UNKNOWN:
-            kind = annotated
-            integral = _integral_annotation(arg.annotation, scope)
-        if _strip_optional(arg.annotation)[1]:
-            maybe_none = True
-    return Value(kind, frozenset({root}), None, seq, False, maybe_none, root, integral=integral)
-
-
-def _integral_annotation(node: ast.expr, scope) -> bool:
-    """`torch.LongTensor`, `Optional[torch.BoolTensor]`: indices and masks."""
-    inner, _ = _strip_optional(node)
-    if not isinstance(inner, (ast.Name, ast.Attribute)):
-        return False
-    qualified = scope.resolve(inner) or ast.unparse(inner)
-    return qualified.rsplit(".", 1)[-1] in api.INTEGRAL_TENSOR_CLASSES
+def facts_of(fn: FunctionClass) -> FunctionFacts:
+    """A Function's facts: computed once, shared by every rule family and
+    the dynamic mode."""
+    if not isinstance(fn.analysed, FunctionFacts):
+        fn.analysed = FunctionFacts(fn)
+    return fn.analysed

@@ -27,6 +27,8 @@ import torch
 
 from . import EXAMPLES_ATTRIBUTE
 from .demands import DemandReader
+from .errors import Unsynthesizable
+from .process_group import is_process_group, single_process_group
 
 RECORDED, DECLARED, SYNTHESIZED = "recorded", "declared", "synthesized"
 
@@ -164,7 +166,7 @@ def _as_dtype(value: Any, dtype: torch.dtype) -> Any:
 
 
 def short(value: Any) -> str:
-    if value is SINGLE_PROCESS_GROUP or _is_process_group(value):
+    if value is SINGLE_PROCESS_GROUP or is_process_group(value):
         return "<one-process group>"
     if isinstance(value, torch.Tensor):
         kind = str(value.dtype).replace("torch.", "")
@@ -262,10 +264,6 @@ def recorded(cls: type, calls: list[dict[str, Any]], device: torch.device) -> li
 # ---------------------------------------------------------------------------
 # Synthesis
 # ---------------------------------------------------------------------------
-class Unsynthesizable(Exception):
-    """A parameter no guess fits (a callable, a module)."""
-
-
 class _Placeholder:
     """A value made only when a candidate is built (it has side effects)."""
 
@@ -277,24 +275,6 @@ class _Placeholder:
 
 
 SINGLE_PROCESS_GROUP = _Placeholder("<one-process group>")
-
-
-def single_process_group() -> Any:
-    """The default group of a world of one process (gloo, an in-memory store):
-    what a tensor-parallel Function sees at TP=1, where collectives are the
-    identity. Made once per worker; the worker is this check's own process."""
-    import torch.distributed as dist
-
-    if not dist.is_available():
-        raise Unsynthesizable("a process group is needed and torch.distributed is not built")
-    if not dist.is_initialized():
-        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    return dist.group.WORLD
-
-
-def _is_process_group(value: Any) -> bool:
-    group_type = getattr(getattr(torch, "distributed", None), "ProcessGroup", None)
-    return group_type is not None and isinstance(value, group_type)
 
 
 # Parameters that are not tensors and cannot be made up: a guessed tensor there

@@ -403,7 +403,7 @@ def _rebuild(spec: Any, device: Any, generator: Any) -> Any:
     if kind == "tensor":
         return _rebuild_tensor(value, device, generator)
     if kind == "opaque" and value == "ProcessGroup":
-        from .inputs import single_process_group
+        from .process_group import single_process_group
 
         return single_process_group()  # the recorded world, shrunk to this process
     raise ValueError(f"a recorded {value} argument cannot be rebuilt")

@@ -1,0 +1,116 @@
+"""What every room of the interpreter shares: the method being run, its
+scope, the callees' summaries, the enclosing loops and no_grad blocks, and the
+record of the run (its events and the inputs found used as tensors).
+
+`Interpreter` (interpreter.py) composes the rooms over this base: the walker
+(walker.py), binding (binding.py), expressions (expressions.py), calls
+(calls.py) and callees' summaries at call sites (callees.py). The rooms call
+one another through `self`; what they ask of one another is declared at the
+end of `Recorder`, for the reader (and type checkers).
+"""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from ..model import ModuleInfo, Scope, collect_imports
+from .events import CtxStore, Event, GradUse, Mutation
+from .values import Value
+
+if TYPE_CHECKING:
+    from .effects import Effects
+    from .summaries import Summary
+    from .walker import State
+
+
+class Recorder:
+    """The state of one run over a method body and what it records."""
+
+    def __init__(self, module: ModuleInfo, scope: Scope,
+                 node: ast.FunctionDef | ast.AsyncFunctionDef, initial: dict[str, Value],
+                 saved_layout: tuple[Value, ...] | None = None,
+                 effects: Effects | None = None) -> None:
+        self.scope = Scope(scope, "function", "")
+        collect_imports(node.body, self.scope, module)
+        self.module = module
+        self.effects = effects  # callees' summaries (effects.py); None: all opaque
+        self.node = node
+        self.initial = initial
+        self.saved_layout = saved_layout
+        self._events: dict[tuple[type, int, object], Event] = {}
+        self.evidence: set[str] = set()
+        self._loops: list[tuple[list[State], list[State]]] = []
+        self._grad_off: list[str] = []  # taint keys of enclosing no_grad blocks
+        self._globals: set[str] = set()
+        args = node.args
+        self._parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+
+    def _record(self, event: Event) -> None:
+        # Keyed by node: a loop's last (fixpoint) pass overwrites earlier passes.
+        # One node may hold several events (`ctx.a, ctx.b = a, b`; `g1 + g2`).
+        if isinstance(event, CtxStore):
+            detail: object = event.attr
+        elif isinstance(event, Mutation):
+            detail = id(event.target)
+        elif isinstance(event, GradUse):
+            detail = event.root
+        else:
+            detail = 0
+        self._events[(type(event), id(event.node), detail)] = event
+
+    def _marker(self, prefix: str, node: ast.AST) -> str:
+        return f"{prefix}:{getattr(node, 'lineno', 0)}:{getattr(node, 'col_offset', 0)}"
+
+    def _evidence(self, value: Value) -> None:
+        if value.src and value.src.startswith("input:"):
+            self.evidence.add(value.src[6:])
+
+    def _tensor_arguments(self, where: tuple[int | str, ...], args: list[Value],
+                          kwargs: dict[str | None, Value]) -> None:
+        """Evidence from arguments in positions that only take tensors."""
+        for place in where:
+            value = args[place] if isinstance(place, int) and place < len(args) else \
+                kwargs.get(place) if isinstance(place, str) else None
+            if value is not None:
+                self._evidence(value)
+
+    def _grad_uses(self, node: ast.AST, state: State, *values: Value) -> None:
+        """Record gradient arguments used as tensors by this operation."""
+        tested = state.facts.get("none_tested", frozenset())
+        for value in values:
+            for root in value.roots:
+                if root.startswith("grad:"):
+                    name = root[5:]
+                    self._record(GradUse(node, name, name in tested))
+
+    def _off_taint(self) -> frozenset[str]:
+        return frozenset(self._grad_off)
+
+    if TYPE_CHECKING:
+        # What the rooms ask of one another.
+        def block(self, body: list[ast.stmt], state: State | None) -> State | None: ...
+
+        def bind(self, target: ast.expr, value: Value, state: State, stmt: ast.AST,
+                 value_node: ast.expr | None) -> None: ...
+
+        def _nonlocal(self, node: ast.expr, state: State) -> bool: ...
+
+        def _caller_flag(self, test: ast.expr, value: Value) -> tuple[str, bool] | None: ...
+
+        def expr(self, node: ast.expr | None, state: State) -> Value: ...
+
+        def qualname(self, node: ast.expr, state: State) -> str | None: ...
+
+        def _binop(self, op: type, left: Value, right: Value, node: ast.AST) -> Value: ...
+
+        def _callee_summary(self, node: ast.Call, state: State) -> Summary | None: ...
+
+        def _callee_writes(self, node: ast.Call, summary: Summary,
+                           bound: dict[str, tuple[ast.expr, Value]]) -> None: ...
+
+        @staticmethod
+        def _aliased_result(summary: Summary,
+                            bound: dict[str, tuple[ast.expr, Value]]) -> Value | None: ...
+
+        def _left_in_callee(self, node: ast.Call, summary: Summary,
+                            bound: dict[str, tuple[ast.expr, Value]]) -> frozenset[str]: ...

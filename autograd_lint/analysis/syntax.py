@@ -1,0 +1,65 @@
+"""What the syntax alone says: literal indices and slices, a literal's text
+for messages, the nodes of a body (not of nested scopes), the names of a
+callee and of its parameters.
+
+Shared by the interpreter's rooms and the effect summaries; nothing here
+knows about abstract values or torch.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from ..model import FunctionNode
+
+
+def constant_index(node: ast.expr) -> int | None:
+    """The integer a subscript index literally is (`2`, `-1`), else None."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+            isinstance(node.operand, ast.Constant) and type(node.operand.value) is int:
+        return -node.operand.value
+    return None
+
+
+def constant_slice(node: ast.Slice) -> slice | None:
+    """A slice whose bounds are literal integers (`1:`, `:-1`, `::2`), else None."""
+    parts = []
+    for part in (node.lower, node.upper, node.step):
+        if part is None:
+            parts.append(None)
+        elif (index := constant_index(part)) is not None:
+            parts.append(index)
+        else:
+            return None
+    return slice(*parts)
+
+
+def literal_text(node: ast.expr) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def own_nodes(node: ast.AST) -> Iterable[ast.AST]:
+    """The nodes of a function body, not descending into nested scopes."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        child = stack.pop()
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(child))
+
+
+def last_name(expr: ast.expr) -> str:
+    """`torch.library.custom_op` -> "custom_op"; "" for other expressions."""
+    return expr.attr if isinstance(expr, ast.Attribute) else \
+        expr.id if isinstance(expr, ast.Name) else ""
+
+
+def parameters_of(node: FunctionNode) -> list[tuple[str, int | None]]:
+    """(name, position) of each parameter apply-style calls can bind."""
+    positional = [*node.args.posonlyargs, *node.args.args]
+    found: list[tuple[str, int | None]] = [(a.arg, i) for i, a in enumerate(positional)]
+    found += [(a.arg, None) for a in node.args.kwonlyargs]
+    return found

@@ -1,0 +1,394 @@
+"""`autograd-lint check`: which files and rules (the plan), the run, fixes,
+the dynamic mode, and the report."""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from .arguments import COMMANDS, EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from .config import (
+    ConfigError,
+    ConfigFinder,
+    FileConfig,
+    Selection,
+    drop_matching,
+    load_config_file,
+    matches_any,
+    resolve_codes,
+    validate_selector,
+)
+
+if TYPE_CHECKING:  # the engine loads only when a check runs
+    import tempfile
+
+    from .engine import LintResult
+    from .lines import SourceLines
+
+
+def _flatten(groups: list[list[str]] | None) -> list[str]:
+    return [item for group in groups or [] for item in group]
+
+
+# ---------------------------------------------------------------------------
+# check
+# ---------------------------------------------------------------------------
+class _Plan:
+    """Configuration for each file of a `check` run."""
+
+    def __init__(self, args: argparse.Namespace, err: TextIO) -> None:
+        self.cwd = Path(os.getcwd())
+        self.finder: ConfigFinder | None = None
+        self.fixed: FileConfig | None = None
+        if args.isolated:
+            self.fixed = FileConfig(root=self.cwd)
+        elif args.config:
+            self.fixed = load_config_file(Path(args.config))
+        else:
+            self.finder = ConfigFinder(
+                self.cwd, warn=lambda message: err.write(f"autograd-lint: warning: {message}\n"))
+        select = _flatten(args.select) if args.select is not None else None
+        self.cli = Selection(
+            select=None if select is None else [validate_selector(s, "--select") for s in select],
+            extend_select=[validate_selector(s, "--extend-select")
+                           for s in _flatten(args.extend_select)],
+            ignore=[validate_selector(s, "--ignore") for s in _flatten(args.ignore)],
+        )
+        self.exclude = _flatten(args.exclude) if args.exclude is not None else None
+        self.extend_exclude = _flatten(args.extend_exclude)
+        self.respect_gitignore: bool | None = args.respect_gitignore  # None: as configured
+        self._codes: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
+        # The directory holding stdin's text, for `-`, and the file holding
+        # it by the name shown (what the output reads).
+        self.temporary: tempfile.TemporaryDirectory[str] | None = None
+        self.shown_text: dict[str, str] = {}
+
+    def config_for(self, path: str | Path, is_dir: bool | None = None) -> FileConfig:
+        if self.fixed is not None:
+            return self.fixed
+        assert self.finder is not None
+        return self.finder.for_path(path, is_dir=is_dir)
+
+    def excluded(self, path: str | Path, is_dir: bool | None = None, *,
+                 parents: bool = True) -> bool:
+        config = self.config_for(path, is_dir)
+        if self.exclude is not None:
+            patterns = [*self.exclude, *config.extend_exclude, *self.extend_exclude]
+            return bool(patterns) and matches_any(path, patterns, config.root, parents=parents)
+        return config.is_excluded(path, self.extend_exclude, parents=parents)
+
+    def walk_excluded(self, path: str, is_dir: bool) -> bool:
+        """What a directory walk skips: the entry itself, not the folders the
+        walk started from (`check examples/` lints what `examples` excludes)."""
+        return self.excluded(path, is_dir, parents=False)
+
+    def respects_gitignore(self, directory: str) -> bool:
+        """Whether a scan of `directory` skips what git ignores (the command
+        line, else the configuration that applies to it, as ruff reads it)."""
+        if self.respect_gitignore is not None:
+            return self.respect_gitignore
+        return self.config_for(directory, is_dir=True).respect_gitignore
+
+    def codes_for(self, path: str | Path) -> frozenset[str]:
+        config = self.config_for(path, is_dir=False)
+        ignored = frozenset(config.ignored_for(path))
+        key = (id(config), ignored)
+        if key not in self._codes:
+            codes = resolve_codes([config.selection, self.cli])
+            self._codes[key] = drop_matching(codes, ignored)
+        return self._codes[key]
+
+
+def _command_hint(raw_path: str) -> str:
+    """`chek`: a mistyped command rather than a missing path (ruff suggests so too)."""
+    import difflib
+
+    close = difflib.get_close_matches(raw_path, COMMANDS, n=1, cutoff=0.6)
+    return f" (did you mean the command `{close[0]}`?)" if close else ""
+
+
+def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
+    from .engine import SourceInput
+    from .files import iter_python_files
+
+    raw = args.paths or ["."]
+    if "-" in raw:
+        return _stdin_inputs(args, plan)
+    if args.stdin_filename:
+        raise ConfigError("--stdin-filename is for `-` (reading the file from stdin)")
+    for raw_path in raw:
+        if not os.path.exists(raw_path):
+            raise ConfigError(f"path not found: {raw_path}{_command_hint(raw_path)}")
+        if not os.path.isdir(raw_path) and not os.path.isfile(raw_path):
+            # A FIFO or a device: reading it could wait forever.
+            raise ConfigError(f"not a regular file or directory: {raw_path}")
+    inputs: list[SourceInput] = []
+    seen: set[str] = set()
+    here = os.getcwd()
+
+    def add(path: str, explicit: bool) -> None:
+        key = os.path.normpath(os.path.join(here, path))  # one file named twice
+        if key not in seen:
+            seen.add(key)
+            inputs.append(SourceInput(path, path, plan.codes_for(path), explicit))
+
+    for raw_path in raw:
+        path = os.fspath(Path(raw_path))  # as pathlib shows it: no "./" prefix
+        if os.path.isdir(path):
+            for found in iter_python_files(path, plan.walk_excluded,
+                                           respect_gitignore=plan.respects_gitignore(path)):
+                add(found, explicit=False)
+        elif not (args.force_exclude and plan.excluded(path, False)):
+            add(path, explicit=True)
+    if inputs and all(i.explicit for i in inputs) and not args.no_project_context:
+        from .context import context_inputs
+
+        inputs += context_inputs(inputs, plan.excluded, seen)
+    return inputs
+
+
+
+
+def _stdin_inputs(args: argparse.Namespace, plan: _Plan) -> list:
+    """`-`: the source comes from stdin, as ruff reads it, shown as
+    --stdin-filename or `-`. It is checked under --stdin-filename's name (its
+    module name, relative imports, configuration and project context are that
+    file's), and kept in a temporary file (removed with the plan) that the
+    output reads and the dynamic mode imports."""
+    import tempfile
+
+    from .engine import SourceInput
+
+    if args.paths != ["-"]:
+        raise ConfigError("`-` reads one file from stdin: name no other path with it")
+    if args.fix:
+        raise ConfigError("--fix cannot write back to stdin; use --diff, or name the file")
+    shown = args.stdin_filename or "-"
+    plan.temporary = tempfile.TemporaryDirectory(prefix="autograd-lint-stdin-")
+    name = os.path.basename(args.stdin_filename or "") or "stdin.py"
+    path = os.path.join(plan.temporary.name, name)
+    text = sys.stdin.buffer.read()
+    with open(path, "wb") as handle:
+        handle.write(text)
+    where = args.stdin_filename or os.path.join(os.getcwd(), "stdin.py")
+    plan.shown_text = {shown: path}
+    if args.stdin_filename and not args.dynamic:
+        inputs = [SourceInput(where, shown, plan.codes_for(where), explicit=True, text=text)]
+    else:  # the dynamic mode imports what it checks: the text, from its file
+        inputs = [SourceInput(path, shown, plan.codes_for(where), explicit=True)]
+    if args.stdin_filename and not args.no_project_context:
+        from .context import context_inputs
+
+        # The file on disk under that name is the old text: not context.
+        seen = {os.path.normpath(os.path.abspath(args.stdin_filename))}
+        inputs += context_inputs([SourceInput(where, shown, frozenset())], plan.excluded, seen)
+    return inputs
+
+
+MAX_FIX_ROUNDS = 10  # fixes that overlap go in over several rounds
+
+
+def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
+              keep: list[object] | None = None) -> int:
+    plan = _Plan(args, err)
+    try:
+        return _check(args, plan, out, err, keep)
+    finally:
+        if plan.temporary is not None:
+            plan.temporary.cleanup()
+
+
+def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
+           keep: list[object] | None) -> int:
+    from .engine import lint_inputs
+    from .lines import SourceLines
+
+    if args.baseline:
+        from .baseline import read_baseline
+
+        read_baseline(args.baseline)  # a bad baseline fails before the run, not after
+    inputs = _collect_inputs(args, plan)
+    paths = args.paths or ["."]
+    scan_tree = any(os.path.isdir(p) for p in paths)
+    cache = None
+    if not args.no_cache and paths != ["-"]:  # stdin's text has no file to key it by
+        from .cache import Cache
+
+        cache = Cache(_cache_directory(args, plan))
+    if keep is not None:
+        gc.disable()  # the process ends right after: no collection is worth it
+    result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=not args.no_prefilter,
+                         jobs=args.jobs, cache=cache, keep=keep, functions=args.dynamic)
+    paths = {i.display: i.path for i in inputs} | plan.shown_text
+    if args.diff:
+        return _show_diff(args, result, paths, out, err)
+    fixed = 0
+    if args.fix:
+        result, fixed = _apply_fixes(args, inputs, result, paths, err, keep, scan_tree)
+    findings = result.findings
+    if args.dynamic:
+        findings = _run_dynamic(args, result, plan, err)
+    lines = SourceLines(paths)
+    if args.write_baseline:
+        from .baseline import write_baseline
+
+        write_baseline(args.write_baseline, findings, lines)
+        for path, message in result.errors:
+            err.write(f"autograd-lint: error: {path}: {message}\n")
+        err.write(f"autograd-lint: wrote {len(findings)} finding"
+                  f"{'' if len(findings) == 1 else 's'} to {args.write_baseline}\n")
+        return EXIT_ERROR if result.errors else EXIT_CLEAN
+    return _report(args, findings, result, lines, fixed, out, err)
+
+
+def _apply_fixes(args: argparse.Namespace, inputs: list, result: LintResult,
+                 paths: dict[str, str], err: TextIO, keep: list[object] | None,
+                 scan_tree: bool) -> tuple[LintResult, int]:
+    """--fix: rounds of fixes until none applies; the last run's result and
+    how many findings were fixed."""
+    from .engine import lint_inputs
+
+    fixed = 0
+    from .files import fix_destination, fix_roots, write_atomically
+    from .fixes import plan_changes
+
+    roots = fix_roots(args.paths or ["."])
+    refused: set[str] = set()  # links leading outside: warned about once, never written
+    for _ in range(MAX_FIX_ROUNDS):
+        changes = [change for change in plan_changes(
+            result.findings, unsafe=args.unsafe_fixes, paths=paths)
+            if change.path not in refused]
+        written = False
+        for change in changes:
+            # Through a symlink: write the file it leads to (the link stays
+            # a link), and only inside the scanned roots and project.
+            destination = fix_destination(change.path, roots)
+            if destination is None:
+                refused.add(change.path)
+                err.write(f"autograd-lint: warning: {change.display}: not fixed: it is "
+                          f"a symlink to {os.path.realpath(change.path)}, outside the "
+                          "checked folders and project\n")
+                continue
+            write_atomically(destination, change.encoded())
+            fixed += len(change.applied)
+            written = True
+        if not written:
+            break
+        # Check again: what remains, and fixes that waited for an overlapping one.
+        result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=not args.no_prefilter,
+                             jobs=args.jobs, cache=None, keep=keep, functions=args.dynamic)
+    return result, fixed
+
+
+def _report(args: argparse.Namespace, findings: list, result: LintResult, lines: SourceLines,
+            fixed: int, out: TextIO, err: TextIO) -> int:
+    """Print the findings in the chosen format; the exit status."""
+    from .output import fix_hint, render_statistics, render_text, statistics, summary_line
+
+    hidden = 0
+    if args.baseline:
+        from .baseline import new_findings
+
+        kept = new_findings(args.baseline, findings, lines)
+        hidden, findings = len(findings) - len(kept), kept
+    if args.format == "sarif":
+        from .output import render_sarif
+
+        render_sarif(findings, lines, out)
+    elif args.format == "github":
+        from .output import render_github
+
+        render_github(findings, lines, out)
+    elif args.format == "json":
+        import json
+
+        if args.statistics:
+            json.dump(statistics(findings), out, indent=2)
+        else:
+            from .output import json_findings
+
+            json.dump(json_findings(findings, lines, dynamic=args.dynamic), out, indent=2)
+        out.write("\n")
+    elif args.statistics:
+        render_statistics(findings, out)
+    else:
+        from .output import text_style
+
+        render_text(findings, out, lines, text_style(args.format, out))
+        if not args.quiet:
+            out.write(summary_line(findings, result.files_checked, fixed=fixed if args.fix
+                                   else None) + "\n")
+            if args.baseline:
+                out.write(f"{hidden} finding{'' if hidden == 1 else 's'} hidden by the "
+                          f"baseline {args.baseline}.\n")
+            hint = fix_hint(findings, unsafe=args.unsafe_fixes)
+            if hint:
+                out.write(hint + "\n")
+    for path, message in result.errors:
+        err.write(f"autograd-lint: error: {path}: {message}\n")
+    if result.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _cache_directory(args: argparse.Namespace, plan: _Plan) -> Path:
+    """--cache-dir, else AUTOGRAD_LINT_CACHE_DIR, else the project's root
+    (where its configuration lives, else the directory run in)."""
+    from .cache import cache_directory
+
+    return cache_directory(plan.config_for(Path((args.paths or ["."])[0])).root, args.cache_dir)
+
+
+def _run_dynamic(args: argparse.Namespace, result: LintResult, plan: _Plan,
+                 err: TextIO) -> list:
+    """Run the dynamic checks on the Functions found; static findings they
+    cover get `confirmed`."""
+    from .dynamic.recording import RECORDING_FILE, RecordingError, read_recording
+    from .dynamic.runner import DEFAULT_MEMORY_LIMIT_MB, DynamicOptions, confirm, run_dynamic
+    from .findings import sort_findings
+
+    memory = DEFAULT_MEMORY_LIMIT_MB if args.memory_limit is None else args.memory_limit
+    try:
+        recording = read_recording(args.recorded) if args.recorded else read_recording(
+            _cache_directory(args, plan) / RECORDING_FILE, strict=False)
+    except RecordingError as exc:
+        raise ConfigError(str(exc)) from None
+    options = DynamicOptions(
+        device=args.device, timeout=args.timeout, jobs=args.jobs or os.cpu_count() or 1,
+        memory_limit_mb=memory or None,
+        progress=args.format in ("text", "full", "concise") and err.isatty(),
+        triton_interpreter=not args.no_triton_interpreter, recording=recording or None)
+    dynamic = run_dynamic(result.functions, plan.codes_for, options, err)
+    static = confirm(result.findings, dynamic)
+    return sort_findings(static + dynamic.findings)
+
+
+def _show_diff(args: argparse.Namespace, result: LintResult, paths: dict[str, str],
+               out: TextIO, err: TextIO) -> int:
+    """--diff: the first round of fixes as a unified diff; nothing is written."""
+    from .fixes import plan_changes, unified_diff
+
+    changes = plan_changes(result.findings, unsafe=args.unsafe_fixes,
+                           paths=paths)
+    for change in changes:
+        out.write(unified_diff(change))
+    count = sum(len(change.applied) for change in changes)
+    for path, message in result.errors:
+        err.write(f"autograd-lint: error: {path}: {message}\n")
+    if not args.quiet:
+        from .output import fix_counts
+
+        unsafe = 0 if args.unsafe_fixes else fix_counts(result.findings)[1]
+        more = f" ({unsafe} more with `--unsafe-fixes`)" if unsafe else ""
+        if count:
+            err.write(f"Would fix {count} finding{'' if count == 1 else 's'}{more}.\n")
+        elif unsafe:
+            err.write(f"No safe fixes available ({unsafe} with `--diff --unsafe-fixes`).\n")
+        else:
+            err.write("No fixes available.\n")
+    if result.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if count and not args.exit_zero else EXIT_CLEAN

@@ -1,0 +1,57 @@
+"""How checking a Function fails, and how an exception reads in a message.
+
+NotChecked: the Function could not be checked (AGD900). CodeError: forward or
+backward fails whatever the inputs (AGD003). Unsynthesizable: no guess fits a
+parameter (input synthesis, and the one-process group a recorded call may
+need). `first_line` is the one line an exception is reported as.
+"""
+from __future__ import annotations
+
+import re
+
+
+class NotChecked(Exception):
+    """The Function could not be checked (AGD900); the message says why."""
+
+
+class CodeError(Exception):
+    """forward or backward failed whatever the inputs: a finding (AGD003)."""
+
+    def __init__(self, where: str, detail: str) -> None:
+        super().__init__(detail)
+        self.where = where
+        self.detail = detail
+
+
+class Unsynthesizable(Exception):
+    """A parameter no guess fits (a callable, a module)."""
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    if not text and isinstance(exc, AssertionError):
+        return f"AssertionError: {_failed_assertion(exc)}"
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip().rstrip(":")
+
+
+def _failed_assertion(exc: BaseException) -> str:
+    """`assert x.is_cuda` (mlp.py:652): a bare assertion says nothing; its line does."""
+    import linecache
+    import os
+
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    if frame is None:
+        return "(no message)"
+    code = frame.tb_frame.f_code
+    line = linecache.getline(code.co_filename, frame.tb_lineno).strip()
+    return f"`{line}` ({os.path.basename(code.co_filename)}:{frame.tb_lineno})"
+
+
+def raise_if_code_error(exc: BaseException, where: str) -> None:
+    """Errors no choice of inputs causes: reading a ctx attribute nothing set
+    (state kept on the instance by legacy code)."""
+    if isinstance(exc, AttributeError) and re.search(r"'\w+Backward' object has no attribute",
+                                                     str(exc)):
+        raise CodeError(where, first_line(exc)) from None

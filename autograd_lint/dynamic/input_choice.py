@@ -1,0 +1,220 @@
+"""Which inputs a Function is checked with: recorded calls first, then
+declared examples, then synthesis (`inputs.py` builds the candidates). A
+candidate is kept when forward and backward both take it, moving down the
+precision ladder while forward or backward complains about the dtype, and
+correcting a guessed shape that backward's gradient says is too large."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+from .errors import CodeError, NotChecked, Unsynthesizable, first_line, raise_if_code_error
+from .inputs import Inputs, Synthesis, declared, float_tensor, recorded
+from .precision import HALF, LADDER, dtype_of
+from .probing import differentiable_outputs, first_forward, fresh, tensors_of, unit_backward
+from .target import Target
+
+_DTYPE_WORDS = re.compile(r"bf16|bfloat16|fp16|float16|half|fp32|float32|\bfloat\b|Float\b|"
+                          r"Double|float64|dtype|scalar type", re.I)
+
+
+def choose_inputs(target: Target, calls: Iterable[dict[str, Any]] = ()) -> Inputs:
+    """Recorded calls first, then declared examples, then synthesis."""
+    if target.legacy:
+        _legacy(target)
+    for source in (recorded(target.cls, list(calls), target.device) if calls else None,
+                   declared(target.cls, target.device)):
+        if source is None:
+            continue
+        if not source:
+            raise NotChecked("gradcheck_inputs returned no examples")
+        for candidate in source:
+            if forward_error(target, candidate) is None:
+                return candidate
+        return source[0]  # forward fails with the project's own inputs: a finding
+    return _synthesize(target)
+
+
+def _legacy(target: Target) -> None:
+    """A legacy Function (forward an instance method) is called as legacy
+    code calls it, `Fn(...)(x)`: PyTorch refuses that, which is the finding."""
+    try:
+        instance = target.cls.__new__(target.cls)
+        instance()
+    except Exception as exc:
+        raise CodeError("forward", f"{first_line(exc)} (a legacy Function: forward is an "
+                                   "instance method, configured in `__init__`)") from None
+
+
+def forward_error(target: Target, candidate: Inputs) -> str | None:
+    try:
+        first_forward(target, candidate.args)
+    except Exception as exc:
+        return first_line(exc)
+    return None
+
+
+def _synthesize(target: Target) -> Inputs:
+    try:
+        synthesis = Synthesis(target.cls, target.device, target.tensor_hints)
+    except Unsynthesizable as exc:
+        raise NotChecked(f"cannot synthesize inputs: {exc}; declare them with "
+                         "`@example_inputs(...)`, a `gradcheck_inputs` staticmethod, or "
+                         "record the project's own calls (`pytest --autograd-record`)") from None
+    errors: list[str] = []
+    fallback: Inputs | None = None  # forward works, backward does not
+    narrow: Inputs | None = None  # works, but only in half precision
+    try:
+        for candidate in synthesis:
+            accepted, error = _accept(target, candidate, synthesis)
+            if error is None and accepted is not None and _half(accepted):
+                narrow = narrow or accepted  # a flag may open a wider path: look on
+                continue
+            if error is None:
+                return accepted
+            if accepted is not None and fallback is None:
+                fallback = accepted
+            errors.append(error)
+            synthesis.learn(error)
+    except Unsynthesizable as exc:
+        raise NotChecked(f"cannot synthesize inputs: {exc}") from None
+    if narrow is not None or fallback is not None:
+        return narrow or fallback  # type: ignore[return-value]
+    last = errors[-1] if errors else "forward takes no inputs that can be synthesized"
+    raise NotChecked(f"could not build inputs forward accepts (last try: {last}); declare "
+                     "them with `@example_inputs(...)`, a `gradcheck_inputs` staticmethod, or "
+                     "record the project's own calls (`pytest --autograd-record`)")
+
+
+def _accept(target: Target, candidate: Inputs, synthesis: Synthesis | None = None
+            ) -> tuple[Inputs | None, str | None]:
+    """(inputs, None) when forward and backward both take the candidate;
+    (inputs, error) when only forward does; (None, error) when neither.
+    `synthesis` learns from forward's failing statement."""
+    output, candidate, error = _forward_on_ladder(target, candidate, synthesis)
+    if error is not None:
+        return None, error
+    backward = _backward_error(target, candidate)
+    if backward is not None and _DTYPE_WORDS.search(backward):
+        # forward takes this dtype but backward does not (a dtype table in
+        # the kernel launcher): the next one down.
+        for dtype in LADDER[LADDER.index(dtype_of(candidate)) + 1:]:
+            narrower = candidate.with_dtype(dtype)
+            if forward_error(target, narrower) is None and \
+                    _backward_error(target, narrower) is None:
+                candidate = narrower
+                output = first_forward(target, candidate.args)
+                break
+    outputs = differentiable_outputs(output)
+    if not outputs:
+        return None, "no output requires grad"
+    if any(t.numel() == 0 for t in tensors_of(output)):
+        return None, "an output is empty (a slice of a dimension too small?)"
+    if not all(bool(torch.isfinite(t).all()) for t in tensors_of(output)
+               if t.is_floating_point()):
+        return None, "non-finite outputs"
+    tensors = sum(isinstance(a, torch.Tensor) for a in candidate.args)
+    for _ in range(tensors + 1):  # backward may say which shape an input should have
+        error = _backward_error(target, candidate)
+        fix = _shape_fix(error) if error else None
+        if fix is None:
+            if error is None and not _repeatable(target, candidate):
+                return None, "identical calls give different results (memory a kernel " \
+                             "leaves unwritten for this shape?)"
+            return candidate, error
+        index, shape = fix
+        if not (0 <= index < len(candidate.args)) or \
+                not _ignores_excess(target, candidate, index, shape):
+            return candidate, error  # a wrong gradient shape is a finding (AGD004)
+        fixed = candidate.with_arg(index, float_tensor(shape, index, target.device).to(
+            candidate.args[index].dtype))
+        if forward_error(target, fixed) is not None:
+            return candidate, error
+        candidate = fixed
+    return candidate, None
+
+
+def _half(inputs: Inputs) -> bool:
+    return any(isinstance(a, torch.Tensor) and a.dtype in HALF for a in inputs.args)
+
+
+def _repeatable(target: Target, candidate: Inputs) -> bool:
+    """Whether forward and backward give the same results twice: a guessed
+    shape a kernel does not fully cover leaves `torch.empty` memory in them."""
+    def run() -> list[torch.Tensor]:
+        outputs, _, grads = unit_backward(target, fresh(candidate.args))
+        return [t.detach() for t in (*outputs, *grads) if t is not None]
+
+    try:
+        first, second = run(), run()
+    except Exception:
+        return True  # not this probe's to judge
+    return len(first) == len(second) and all(
+        a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, second, strict=True))
+
+
+def _ignores_excess(target: Target, candidate: Inputs, index: int,
+                    shape: tuple[int, ...]) -> bool:
+    """Whether forward reads only the first elements of a guessed input, as
+    many as backward's gradient has: the input was guessed too large (a
+    kernel reading `w[:4]` of a `w[3, 4]`). Otherwise backward's shape is the
+    defect, not the guess."""
+    tensor = candidate.args[index]
+    wanted = 1
+    for n in shape:
+        wanted *= n
+    if not isinstance(tensor, torch.Tensor) or not 0 < wanted < tensor.numel():
+        return False
+    changed = tensor.detach().clone()
+    changed.reshape(-1)[wanted:] += 1.0
+    try:
+        with torch.no_grad():
+            before = tensors_of(target.apply(*fresh(candidate.args)))
+            after = tensors_of(target.apply(*fresh(candidate.with_arg(index, changed).args)))
+    except Exception:
+        return False
+    return len(before) == len(after) and all(
+        a.shape == b.shape and torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def _forward_on_ladder(target: Target, candidate: Inputs, synthesis: Synthesis | None = None
+                       ) -> tuple[Any, Inputs, str | None]:
+    """forward with the candidate, moving down the dtypes while forward's
+    complaint is about the dtype."""
+    error = None
+    for dtype in LADDER:
+        trial = candidate if dtype == torch.float64 else candidate.with_dtype(dtype)
+        try:
+            return first_forward(target, trial.args), trial, None
+        except Exception as exc:
+            raise_if_code_error(exc, "forward")
+            error = first_line(exc)
+            if not _DTYPE_WORDS.search(str(exc)):
+                if synthesis is not None:
+                    synthesis.learn_from(exc, trial)
+                break
+    return None, candidate, error
+
+
+def _backward_error(target: Target, candidate: Inputs) -> str | None:
+    try:
+        unit_backward(target, fresh(candidate.args))
+    except Exception as exc:
+        return first_line(exc)
+    return None
+
+
+_GOT_SHAPE = re.compile(r"invalid gradient at index (\d+) - got \[([\d, ]*)\] but expected shape")
+
+
+def _shape_fix(error: str) -> tuple[int, tuple[int, ...]] | None:
+    """From "... at index 1 - got [4] but expected shape compatible with [3, 4]":
+    the Function's backward says input 1 is 4 long."""
+    match = _GOT_SHAPE.search(error)
+    if match is None:
+        return None
+    shape = tuple(int(n) for n in match.group(2).replace(" ", "").split(",") if n)
+    return int(match.group(1)), shape

@@ -1,0 +1,54 @@
+"""Calls with some inputs left out: optional inputs left as None (AGD012),
+and one differentiable input at a time (AGD013)."""
+from __future__ import annotations
+
+import torch
+from torch.autograd.gradcheck import GradcheckError
+
+from .errors import first_line
+from .gradcheck import run_gradcheck
+from .inputs import Inputs, differentiable_positions
+from .probing import differentiable_outputs, fresh
+from .target import Target
+
+
+def check_optional_none(target: Target, inputs: Inputs) -> None:
+    """AGD012: inputs that default to None, left as None."""
+    if not inputs.none_defaults:
+        return
+    args = list(fresh(inputs.args))
+    for index in inputs.none_defaults:
+        args[index] = None
+    names = ", ".join(f"`{inputs.name(i)}`" for i in inputs.none_defaults)
+    try:
+        output = target.apply(*args)
+    except Exception as exc:
+        target.report("AGD012", names=names, where="forward", detail=first_line(exc))
+        return
+    outputs = differentiable_outputs(output)
+    wanted = [args[i] for i in differentiable_positions(tuple(args))]
+    if not outputs or not wanted:
+        return
+    try:
+        torch.autograd.grad(outputs, wanted, [torch.ones_like(o) for o in outputs],
+                            allow_unused=True)
+    except Exception as exc:
+        target.report("AGD012", names=names, where="backward", detail=first_line(exc))
+
+
+def check_partial_requires_grad(target: Target, inputs: Inputs) -> None:
+    """AGD013: one differentiable input at a time."""
+    positions = differentiable_positions(inputs.args)
+    if len(positions) < 2:
+        return
+    for index in positions:
+        try:
+            run_gradcheck(target, fresh(inputs.args, requires={index}))
+        except GradcheckError:
+            target.report("AGD013", index=index, name=inputs.name(index),
+                          detail="gradcheck disagrees")
+            return
+        except Exception as exc:
+            target.report("AGD013", index=index, name=inputs.name(index),
+                          detail=f"backward raises {first_line(exc)}")
+            return

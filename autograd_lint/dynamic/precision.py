@@ -1,0 +1,141 @@
+"""The precision ladder: what a Function computes in, and the tolerances its
+checks use there.
+
+float64 inputs first. A Function that keeps float64 is gradchecked as PyTorch
+does. One whose outputs do not change when its inputs are rounded to float32
+computes in float32 (a Triton or CUDA kernel loading float32): it is checked
+with a step and tolerances calibrated to float32. One that refuses float64 but
+takes float32 likewise; one that only takes bfloat16/float16 is compared with
+a declared reference implementation (`reference.py`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .errors import CodeError, NotChecked, first_line, raise_if_code_error
+from .inputs import Inputs
+from .probing import first_forward, floating_outputs, fresh, tensors_of
+
+if TYPE_CHECKING:  # target.py imports this module
+    from .target import Target
+
+SLOW_FORWARD_SECONDS = 0.02
+
+
+@dataclass(frozen=True)
+class Precision:
+    """What a Function computes in, and how finely it can be checked there."""
+
+    name: str  # float64 | float32 | bfloat16 | float16
+    dtype: torch.dtype  # the inputs' dtype
+    note: str = ""
+    eps: float = 1e-6  # finite-difference step
+    atol: float = 1e-5
+    rtol: float = 1e-3
+    nondet_tol: float = 1e-10  # differences between two identical backward calls
+    close_rtol: float = 1e-7  # two computations of the same values (layouts, vmap)
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.note})" if self.note else self.name
+
+    def scaled(self, magnitude: float) -> Precision:
+        """atol for outputs of this size: rounding noise grows with them."""
+        if self.name == "float64" or magnitude <= 1:
+            return self
+        return Precision(self.name, self.dtype, self.note, self.eps, self.atol * magnitude,
+                         self.rtol, self.nondet_tol * magnitude, self.close_rtol)
+
+
+FLOAT64 = Precision("float64", torch.float64)
+
+
+def float32(dtype: torch.dtype, note: str) -> Precision:
+    return Precision("float32", dtype, note, eps=1e-3, atol=2e-3, rtol=1e-2, nondet_tol=1e-5,
+                     close_rtol=1e-5)
+
+
+HALF = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+LADDER = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
+
+
+def dtype_of(inputs: Inputs) -> torch.dtype:
+    return next((a.dtype for a in inputs.args if isinstance(a, torch.Tensor) and
+                 a.dtype in LADDER), torch.float64)
+
+
+def settle_precision(target: Target, inputs: Inputs) -> Inputs:
+    """Set `target.precision` and return the inputs in its dtype."""
+    last: Exception | None = None
+    for dtype in LADDER[LADDER.index(dtype_of(inputs)):]:
+        trial = inputs.with_dtype(dtype)
+        try:
+            started = time.perf_counter()
+            output = first_forward(target, trial.args)
+            target.fast = time.perf_counter() - started > SLOW_FORWARD_SECONDS
+        except Exception as exc:
+            raise_if_code_error(exc, "forward")
+            last = exc
+            continue
+        if dtype == torch.float64:
+            target.precision = _effective_precision(target, trial, output)
+        elif dtype == torch.float32:
+            target.precision = float32(dtype, "it does not run in float64")
+        else:
+            target.precision = Precision(HALF[dtype], dtype, "forward takes nothing wider")
+        magnitude = max((float(t.detach().abs().max()) for t in tensors_of(output)
+                         if t.is_floating_point() and t.numel()), default=1.0)
+        target.precision = target.precision.scaled(magnitude)
+        return trial
+    if inputs.trusted and last is not None:
+        raise CodeError("forward", f"{first_line(last)} (with {inputs.describe()})")
+    raise NotChecked(f"forward raised {first_line(last)} with {inputs.describe()}"
+                     if last else "forward cannot be run")
+
+
+def _effective_precision(target: Target, inputs: Inputs, output: Any) -> Precision:
+    """float64, unless forward ignores changes to its inputs that only float64
+    can hold: it computes narrower (a kernel that loads float32), wholly or in
+    part. The probe looks at forward alone, so a wrong backward cannot sway it.
+
+    The outputs, weighed by fixed random weights, are moved along a fixed
+    random direction by two relative steps: one below float32's resolution,
+    one well above it. A float64 computation responds to both alike (the
+    same slope); float32 parts do not see the small step at all."""
+    floating = [i for i, a in enumerate(inputs.args)
+                if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    if not floating:
+        return FLOAT64
+    reference = [t.detach().double() for t in tensors_of(output) if t.is_floating_point()]
+    generator = torch.Generator(device="cpu").manual_seed(29)
+    weights = [torch.randn(t.shape, dtype=torch.float64, generator=generator).to(t.device)
+               for t in reference]
+    directions = {i: torch.randn(inputs.args[i].shape, dtype=torch.float64,
+                                 generator=generator).to(inputs.args[i].device)
+                  for i in floating}
+
+    def slope(step: float) -> float | None:
+        moved = inputs
+        for i, direction in directions.items():
+            value = inputs.args[i].detach()
+            moved = moved.with_arg(i, value + step * value.abs().clamp(min=1e-3) * direction)
+        try:
+            outputs = [t.double() for t in floating_outputs(target, fresh(moved.args))]
+        except Exception:
+            return None
+        if [o.shape for o in outputs] != [r.shape for r in reference]:
+            return None
+        return sum(float(((o - r) * w).sum()) for o, r, w in
+                   zip(outputs, reference, weights, strict=True)) / step
+
+    fine, coarse = slope(2.0 ** -34), slope(2.0 ** -16)
+    if fine is None or coarse is None:
+        return FLOAT64
+    scale = max(abs(coarse), 1e-6 * sum(float((r * w).abs().sum())
+                                        for r, w in zip(reference, weights, strict=True)))
+    if abs(fine - coarse) <= 1e-2 * scale:
+        return FLOAT64
+    return float32(torch.float64, "computes in float32 on float64 inputs, wholly or in part")

@@ -1,0 +1,63 @@
+"""What every probe does with a Function: call it on fresh copies of its
+inputs, pick out its tensor outputs, run a backward with unit gradients."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .inputs import differentiable_positions
+
+if TYPE_CHECKING:  # target.py imports this module (through precision.py)
+    from .target import Target
+
+
+def tensors_of(output: Any) -> list[torch.Tensor]:
+    items = output if isinstance(output, (tuple, list)) else (output,)
+    return [t for t in items if isinstance(t, torch.Tensor)]
+
+
+def differentiable_outputs(output: Any) -> list[torch.Tensor]:
+    return [t for t in tensors_of(output)
+            if t.requires_grad and (t.is_floating_point() or t.is_complex())]
+
+
+def fresh(args: tuple[Any, ...], requires: set[int] | None = None) -> tuple[Any, ...]:
+    """A copy of the inputs with their own autograd history (checks must not
+    share leaves), `requires` choosing which keep requires_grad."""
+    copied = []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            keep = a.requires_grad and (requires is None or i in requires)
+            a = a.detach().clone().requires_grad_(keep)
+        copied.append(a)
+    return tuple(copied)
+
+
+def unit_backward(target: Target, args: tuple[Any, ...]
+                  ) -> tuple[list[torch.Tensor], list[int], tuple[torch.Tensor | None, ...]]:
+    """forward on `args`, then backward with incoming gradients of ones:
+    (differentiable outputs, differentiable input positions, their gradients)."""
+    outputs = differentiable_outputs(target.apply(*args))
+    positions = differentiable_positions(args)
+    grads = torch.autograd.grad(outputs, [args[i] for i in positions],
+                                [torch.ones_like(o) for o in outputs], allow_unused=True)
+    return outputs, positions, grads
+
+
+def floating_outputs(target: Target, args: tuple[Any, ...] | list[Any]) -> list[torch.Tensor]:
+    """forward's real floating-point outputs, without a graph (probes of forward alone)."""
+    with torch.no_grad():
+        return [t.detach() for t in tensors_of(target.apply(*args)) if t.is_floating_point()]
+
+
+def first_forward(target: Target, args: tuple[Any, ...]) -> Any:
+    """forward on fresh copies of `args`. An in-place Function (mark_dirty)
+    rejects leaves that require grad: it then gets copies, as its callers pass."""
+    try:
+        return target.apply(*fresh(args))
+    except RuntimeError as exc:
+        if "leaf Variable that requires grad" not in str(exc) or target.copy_leaves:
+            raise
+    target.copy_leaves = True
+    return target.apply(*fresh(args))

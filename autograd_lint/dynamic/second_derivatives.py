@@ -1,0 +1,28 @@
+"""Second derivatives: gradgradcheck through backward (AGD002)."""
+from __future__ import annotations
+
+import torch
+from torch.autograd.gradcheck import GradcheckError
+
+from .errors import first_line
+from .gradcheck import fast_failures
+from .inputs import Inputs
+from .probing import fresh
+from .target import Target
+
+
+def check_gradgradcheck(target: Target, inputs: Inputs) -> None:
+    """AGD002."""
+    precision = target.precision
+    try:
+        with fast_failures(target):
+            torch.autograd.gradgradcheck(target.tensor_outputs, fresh(inputs.args),
+                                         eps=precision.eps, atol=precision.atol,
+                                         rtol=precision.rtol, nondet_tol=precision.nondet_tol,
+                                         check_undefined_grad=False, check_batched_grad=False,
+                                         fast_mode=target.fast)
+    except Exception as exc:
+        if isinstance(exc, GradcheckError):
+            target.report("AGD002", detail=first_line(exc))
+        else:
+            target.report("AGD002", detail=f"double backward raises {first_line(exc)}")

@@ -1,0 +1,132 @@
+"""What a run takes in and hands out: the files to check (`SourceInput`),
+the result (`LintResult`: findings, internal errors, the Functions found) and
+the record of a Function class that the dynamic mode imports and runs
+(`FunctionTarget`, made from the project's view of the class by `_target`).
+
+Plain records: nothing here reads a file's syntax or runs a rule.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .findings import Finding
+    from .project import Project
+
+
+@dataclass
+class SourceInput:
+    """One file to check: where it is, how to show it, which rules apply."""
+
+    path: str  # a Path is accepted and stored as text (big trees: Paths cost)
+    display: str
+    codes: frozenset[str]
+    explicit: bool = False  # named on the command line: always parsed whole
+    context: bool = False  # read only for what other files import, never reported
+    # An editor's (or stdin's) text for this path, checked instead of the
+    # file on disk (which may be older, or absent).
+    text: bytes | None = None
+
+    def __post_init__(self) -> None:
+        self.path = os.fspath(self.path)
+
+    def read(self) -> bytes:
+        if self.text is not None:
+            return self.text
+        with open(self.path, "rb") as handle:
+            return handle.read()
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
+    files_checked: int = 0
+    functions: list[FunctionTarget] = field(default_factory=list)  # with functions=True
+    workers: int = 1  # processes the analysis ran in
+
+
+@dataclass(frozen=True)
+class FunctionTarget:
+    """A Function class the dynamic mode can import and check."""
+
+    path: str  # on disk
+    display: str
+    module: str  # dotted module name
+    import_root: str  # the directory to put on sys.path to import `module`
+    qualname: str  # within the module ("Outer.Inner")
+    line: int
+    end_line: int  # the class statement's last line
+    once_differentiable: bool
+    has_jvp: bool
+    has_vmap: bool  # a vmap staticmethod or generate_vmap_rule = True
+    # Set when the class's name is bound again later in its scope: the line
+    # where, and the first line of each method it defines, so that the worker
+    # can tell whether the class it imports by name is this one.
+    rebound_at: int | None = None
+    method_lines: tuple[tuple[str, int], ...] = ()
+    # Why it cannot run at all (no backward): reported as AGD900 without a worker.
+    skip_reason: str | None = None
+    # forward's inputs that static analysis saw used as tensors: synthesis
+    # never guesses a number for them.
+    tensor_inputs: tuple[str, ...] = ()
+    legacy: bool = False  # forward is an instance method (pre-1.3 style)
+
+    @property
+    def key(self) -> str:
+        """Unique within a module, also for two classes of one name."""
+        return f"{self.qualname}:{self.line}"
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.__dict__, "key": self.key}
+
+
+def _target(source: SourceInput, fn: object, project: Project) -> FunctionTarget | None:
+    from .project import FunctionClass
+
+    assert isinstance(fn, FunctionClass)
+    module = fn.module
+    if module.module_name == "__main__":
+        return None
+    forward, backward = fn.method("forward"), fn.method("backward") or fn.method("vjp")
+    skip_reason = None
+    if forward is None or backward is None:
+        if project.has_subclasses(fn):
+            return None  # a base class: its subclasses are what runs
+        skip_reason = ("it defines no forward (AGF111)" if forward is None else
+                       "it defines neither backward nor vjp (AGF106): nothing to differentiate")
+    generate = fn.attr("generate_vmap_rule")
+    from .analysis.function_facts import facts_of
+
+    facts = facts_of(fn)
+    node = fn.info.node
+    method_lines: tuple[tuple[str, int], ...] = ()
+    if fn.info.rebound_at is not None:
+        method_lines = tuple(
+            (name, min([method.node.lineno, *(d.lineno for d in method.node.decorator_list)]))
+            for name, method in fn.own.items() if method.node is not None)
+    return FunctionTarget(
+        path=source.path, display=source.display, module=module.module_name,
+        import_root=module.import_root or os.path.dirname(os.path.abspath(source.path)),
+        qualname=fn.info.qualname, line=fn.info.line,
+        end_line=node.end_lineno or node.lineno,
+        once_differentiable=backward is not None and backward.once_differentiable,
+        has_jvp=fn.method("jvp") is not None,
+        has_vmap=fn.method("vmap") is not None or (
+            isinstance(generate, ast.Constant) and generate.value is True),
+        rebound_at=fn.info.rebound_at, method_lines=method_lines, skip_reason=skip_reason,
+        tensor_inputs=tuple(sorted(name for name in facts.inputs if facts.input_is_tensor(name))),
+        legacy=forward is not None and forward.node is not None and not forward.is_static
+        and not forward.is_classmethod)
+
+
+def _describe(exc: BaseException) -> str:
+    """The message of an internal error: in one file, or in a worker."""
+    return f"internal error: {type(exc).__name__}: {exc}"

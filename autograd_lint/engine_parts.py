@@ -1,0 +1,196 @@
+"""Where a run analyses: the files to analyse cut into parts balanced by
+their expected cost, each part analysed in a forked worker (which parses
+the rest of the project as an incremental run would, when a name leads
+there), and the workers' results merged in the order of their parts, so
+that the findings are one process's. That the workers die with the run is
+engine_workers'.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .engine_io import _describe
+from .findings import Finding, sort_findings
+
+if TYPE_CHECKING:
+    from .engine_io import FunctionTarget, LintResult
+    from .engine_scope import ScanTable
+    from .project import Project
+    from .relevance import Relevance
+    from .scan import FileScan
+
+
+# Parsing this many bytes costs about as much as analysing a small file.
+_BYTES_PER_FILE_COST = 100_000
+
+
+def _can_fork() -> bool:
+    """Whether workers can be forked safely (they inherit the run as it is;
+    fork is the default, and safe for us, on Linux only)."""
+    return sys.platform.startswith("linux")
+
+
+@dataclass
+class PartResult:
+    """What a worker sends back for its part of the files."""
+
+    findings: dict[str, list[Finding]]
+    reads: dict[str, set[str]]
+    errors: list[tuple[str, str]]
+    functions: list[FunctionTarget]
+    broken: set[str]  # files of the part that do not parse whole
+    sparse: set[str]  # files parsed sparsely: the part's and those loaded for it
+    gradchecked: tuple[set[tuple[str, str]], frozenset[str]] | None
+
+
+class _Parts:
+    """The run's workers (a mixin of engine._Run): `_analyse_in_parts` runs
+    the run's `_lint` in each worker, with the files that `_context` picks
+    for that part."""
+
+    # The run's, read here.
+    jobs: int | None
+    result: LintResult
+    relevance: Relevance
+    project: Project | None
+    _file_findings: dict[str, list[Finding]]
+    _reads: dict[str, set[str]]
+    _broken: set[str]
+    _whole_only: set[str]
+    _sparse_parsed: dict[str, bool]
+
+    def _init_parts(self) -> None:
+        # Which Functions gradcheck exercises, as a worker found it.
+        self._gradchecked: tuple[set[tuple[str, str]], frozenset[str]] | None = None
+
+    def _analyse_in_parts(self, scans: ScanTable, relevant: list[str], targets: list[str],
+                          broken: frozenset[str] | set[str]) -> bool:
+        """Analyse `targets` in forked workers, a part each, and take their
+        results; False when the files make one part, workers cannot be forked,
+        or one failed: the caller analyses them in this process then."""
+        parts = self._parts(targets, scans)
+        if len(parts) < 2 or not _can_fork():
+            return False
+        results = self._run_parts(scans, relevant, parts, broken)
+        if results is not None:
+            found_broken = set().union(*(r.broken for r in results))
+            if any(r.sparse & found_broken for r in results):
+                # Rare: a worker read a file sparsely that does not parse
+                # whole; all analyse again as the whole parses see it.
+                self._whole_only |= found_broken
+                results = self._run_parts(scans, relevant, parts, broken)
+        if results is None:
+            return False
+        self._merge(results)
+        self.result.workers = len(results)
+        return True
+
+    def _parts(self, targets: list[str], scans: ScanTable) -> list[list[str]]:
+        """The files to analyse cut into one run of neighbours per worker
+        (neighbours import each other: fewer files parsed twice), balanced
+        by the cost each file is expected to have."""
+        workers = self.jobs if self.jobs is not None else (os.cpu_count() or 1)
+        if workers < 2:
+            return [targets]
+        costs = [self._expected_cost(path, scans[path]) for path in targets]
+        share = sum(costs) / workers
+        parts: list[list[str]] = [[]]
+        filled = 0.0
+        for path, cost in zip(targets, costs, strict=True):
+            if filled >= share * len(parts) and len(parts) < workers:
+                parts.append([])
+            parts[-1].append(path)
+            filled += cost
+        return [part for part in parts if part]
+
+    def _expected_cost(self, path: str, scan: FileScan) -> float:
+        """A file's analysis time, in units of what any file costs: the rules
+        run per Function, parsing costs by size (fitted on the torch tree,
+        where a file costs about 5 ms, a Function as much, a megabyte 50 ms)."""
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = 0
+        functions = sum(name in self.relevance.candidates for name, _ in scan.headers)
+        return 1.0 + functions + size / _BYTES_PER_FILE_COST
+
+    def _run_parts(self, scans: ScanTable, relevant: list[str],
+                   parts: list[list[str]], broken: frozenset[str] | set[str]
+                   ) -> list[PartResult] | None:
+        """Each part analysed in a forked worker; None when one failed."""
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        running = []
+        try:
+            for part in parts:
+                reader, writer = context.Pipe(duplex=False)
+                # The read ends this worker inherits (its own among them),
+                # for it to close: a write to a pipe without a reader then
+                # fails, never waits for one.
+                readers = [r for _, r in running] + [reader]
+                worker = context.Process(
+                    target=self._run_part,
+                    args=(scans, relevant, set(part), broken, writer, readers), daemon=True)
+                worker.start()
+                writer.close()
+                running.append((worker, reader))
+        except OSError:  # no processes to be had
+            for worker, _ in running:
+                worker.kill()
+            return None
+        results: list[PartResult] | None = []
+        for worker, reader in running:
+            try:
+                result = reader.recv()
+            except (EOFError, OSError):
+                result = None  # the worker died
+            if not isinstance(result, PartResult):
+                results = None
+            elif results is not None:
+                results.append(result)
+            reader.close()
+            worker.join()
+        return results
+
+    def _run_part(self, scans: ScanTable, relevant: list[str], part: set[str],
+                  broken: frozenset[str] | set[str], writer: Any,
+                  readers: Sequence[Any] = ()) -> None:
+        """In a worker: analyse `part`, send what the parent keeps (`readers`:
+        the read ends of the parent's pipes, closed here)."""
+        for reader in readers:
+            reader.close()
+        try:
+            self.jobs = 1  # this worker has its core; no pools of its own
+            errors_before = len(self.result.errors)
+            self._lint(scans, relevant, part, self._context(part, relevant, scans, broken))
+            computed = self.project.cache.get("gradchecked") if self.project else None
+            writer.send(PartResult(
+                findings={p: self._file_findings[p] for p in part if p in self._file_findings},
+                reads={p: self._reads[p] for p in part if p in self._reads},
+                errors=self.result.errors[errors_before:], functions=self.result.functions,
+                broken=self._broken, gradchecked=computed,  # type: ignore[arg-type]
+                sparse={p for p, sparse in self._sparse_parsed.items() if sparse}))
+        except BaseException as exc:  # the parent analyses in one process instead
+            try:
+                writer.send(_describe(exc))
+            except OSError:  # the pipe is broken: the parent is gone, so go too
+                pass
+        finally:
+            writer.close()
+
+    def _merge(self, results: list[PartResult]) -> None:
+        """Take the workers' results, in the order of their parts."""
+        for part in results:
+            self._file_findings.update(part.findings)
+            self._reads.update(part.reads)
+            self.result.errors.extend(part.errors)
+            self.result.functions.extend(part.functions)
+            if part.gradchecked is not None and self._gradchecked is None:
+                self._gradchecked = part.gradchecked
+        self.result.findings = sort_findings(
+            [finding for findings in self._file_findings.values() for finding in findings])
