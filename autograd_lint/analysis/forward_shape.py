@@ -6,9 +6,10 @@ from the derivative on purpose (`FunctionFacts.deliberate_gradient`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from ..model import FunctionNode
+from .syntax import last_name, rebound_names
 
 
 def deliberate_gradient_of(forward: FunctionNode, inputs: set[str],
@@ -61,7 +62,7 @@ class _ForwardShape:
                 self.bindings.setdefault(stmt.targets[0].id, []).append(stmt.value)
             elif isinstance(stmt, (ast.Assign, ast.For)):  # `q, k = helper(q, k)`: unknown
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for name in _rebound_names(targets):
+                for name in rebound_names(targets):
                     self.bindings.setdefault(name, []).append(_OPAQUE)
             elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and \
                     isinstance(stmt.target, ast.Name):
@@ -104,7 +105,7 @@ class _ForwardShape:
         if isinstance(expr, ast.IfExp):
             kinds = {self._identity(expr.body, seen), self._identity(expr.orelse, seen)}
             return kinds.pop() if len(kinds) == 1 else None
-        if isinstance(expr, ast.Call) and _last_attr(expr.func) in _TREE_MAPS and \
+        if isinstance(expr, ast.Call) and last_name(expr.func) in _TREE_MAPS and \
                 len(expr.args) == 2 and isinstance(expr.args[0], ast.Lambda):
             mapped = expr.args[0]
             inner = _ForwardShape.__new__(_ForwardShape)
@@ -159,20 +160,7 @@ def _reads_only(func: ast.expr) -> bool:
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
             func.value.id in ("ctx", "self"):
         return True
-    name = _last_attr(func)
+    name = last_name(func)
     return name in _READ_ONLY_CALLS or name in _SAME_VALUES or name in _TREE_MAPS
 
 
-def _rebound_names(targets: list[ast.expr]) -> Iterator[str]:
-    """Names an assignment rebinds (`a, (b, *c) = ...`; not `x.attr = ...`)."""
-    for target in targets:
-        if isinstance(target, ast.Name):
-            yield target.id
-        elif isinstance(target, ast.Starred):
-            yield from _rebound_names([target.value])
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            yield from _rebound_names(target.elts)
-
-
-def _last_attr(node: ast.expr) -> str:
-    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")

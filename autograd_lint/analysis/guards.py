@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..model import FunctionNode, parameter_defaults
+from .syntax import rebound_names
 
 # A parameter's literal value at one call: a constant, or a tuple of constants.
 Binding = dict[str, object]
@@ -63,8 +64,7 @@ def _rebound(node: FunctionNode) -> set[str]:
             targets = [inner.target]
         elif isinstance(inner, ast.withitem) and inner.optional_vars is not None:
             targets = [inner.optional_vars]
-        names.update(n.id for target in targets for n in ast.walk(target)
-                     if isinstance(n, ast.Name))
+        names.update(rebound_names(targets))
     return names
 
 

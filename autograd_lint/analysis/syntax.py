@@ -8,7 +8,7 @@ knows about abstract values or torch.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ..model import FunctionNode
 
@@ -49,6 +49,17 @@ def own_nodes(node: ast.AST) -> Iterable[ast.AST]:
         yield child
         if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             stack.extend(ast.iter_child_nodes(child))
+
+
+def rebound_names(targets: list[ast.expr]) -> Iterator[str]:
+    """Names an assignment rebinds (`a, (b, *c) = ...`; not `x.attr = ...`)."""
+    for target in targets:
+        if isinstance(target, ast.Name):
+            yield target.id
+        elif isinstance(target, ast.Starred):
+            yield from rebound_names([target.value])
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            yield from rebound_names(target.elts)
 
 
 def last_name(expr: ast.expr) -> str:
