@@ -206,6 +206,14 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
     from .engine import lint_inputs
     from .lines import SourceLines
 
+    if args.dynamic:
+        from .dynamic.environment import missing_for_dynamic
+
+        missing = missing_for_dynamic(args.device, not args.no_triton_interpreter)
+        if missing is not None:
+            raise ConfigError(missing)
+    else:
+        _warn_dynamic_selection(args, err)
     if args.baseline:
         from .baseline import read_baseline
 
@@ -340,6 +348,15 @@ def _cache_directory(args: argparse.Namespace, plan: _Plan) -> Path:
     from .cache import cache_directory
 
     return cache_directory(plan.config_for(Path((args.paths or ["."])[0])).root, args.cache_dir)
+
+
+def _warn_dynamic_selection(args: argparse.Namespace, err: TextIO) -> None:
+    """`--select AGD001` without `--dynamic` selects a rule that cannot run."""
+    named = [c for c in _flatten(args.select) + _flatten(args.extend_select)
+             if c.upper().startswith("AGD")]
+    if named:
+        err.write(f"autograd-lint: warning: {', '.join(named)}: the AGD rules run only with "
+                  "--dynamic; this selection has no effect without it\n")
 
 
 def _run_dynamic(args: argparse.Namespace, result: LintResult, plan: _Plan,

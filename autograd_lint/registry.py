@@ -384,8 +384,9 @@ _RULES = _RULES + (
          "backward changed incoming gradient {index} in place (max change {error}); another "
          "node may hold the same tensor: clone it first", "dynamic"),
     Rule("AGD006", "ctx-tensor-attribute-runtime", ERROR,
-         "After forward, ctx holds a tensor (or a container of tensors) as an attribute.",
-         "after forward, `ctx.{attr}` holds {what}; save tensors with "
+         "After forward or backward, ctx holds a tensor (or a container of tensors) as an "
+         "attribute.",
+         "{when}, `ctx.{attr}` holds {what}; save tensors with "
          "`ctx.save_for_backward(...)`", "dynamic"),
     Rule("AGD007", "saved-tensor-mutated", ERROR,
          "backward changed a saved tensor (its version, or its values through a kernel).",

@@ -1,9 +1,10 @@
 """The dynamic mode on real kernel libraries: how many Functions get a verdict.
 
     pip install liger-kernel fla-core triton packaging einops --no-deps   # beside torch
-    python benchmarks/bench_kernels.py [--device cpu] [--recorded FILE] [PACKAGE.SUBPACKAGE ...]
+    python benchmarks/bench_kernels.py [--device cpu] [--recorded FILE] [PACKAGE.SUB | DIR ...]
 
-For each package (default: `liger_kernel.ops` and `fla.ops`), runs `check
+For each package (default: `liger_kernel.ops` and `fla.ops`) or folder (an
+unpacked source tree, e.g. `mamba_ssm/ops/triton` of an sdist), runs `check
 --dynamic --select AGD` over its source with nothing set by hand and prints
 the Functions found, how many got a verdict (were checked: no AGD900), the
 findings by code, the reasons for AGD900 (most common first) and the wall
@@ -27,6 +28,8 @@ DEFAULT = ["liger_kernel.ops", "fla.ops"]
 
 
 def source_of(name: str) -> Path:
+    if Path(name).is_dir():
+        return Path(name)  # an unpacked source tree (its package need not be installed)
     spec = importlib.util.find_spec(name.split(".")[0])
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit(f"{name} is not installed (see the docstring)")

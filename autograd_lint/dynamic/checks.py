@@ -4,8 +4,9 @@ In order: choose inputs (recorded calls, declared examples, synthesis:
 `input_choice.py`), find the precision the Function computes in (the ladder
 in `precision.py`), leave out the inputs backward returns None for on purpose
 (AGD015 says whether the outputs depend on them: `none_gradients.py`), then
-run the checks, each at that precision. A synthesized bool flag is then
-flipped and the checks run again on that path.
+run the checks, each at that precision, and the boundary probes. A bool flag
+is then flipped and the checks run again on that path, and an optional
+tensor input left None is checked given (recorded calls may never pass it).
 
 Each check returns findings as plain dicts (`code` plus the message fields of
 the rule); a check whose own machinery fails reports nothing (precision
@@ -19,6 +20,7 @@ This module composes the probes, one module per family:
     gradcheck.py           AGD001 (gradcheck), AGD010 (undefined incoming gradients)
     second_derivatives.py  AGD002 (gradgradcheck)
     mutation.py            AGD011 (inputs changed in place)
+    boundaries.py          AGD001/AGD003 at the edges: no_grad, size-1 and odd sizes, strides
     partial_inputs.py      AGD012 (optional inputs left None), AGD013 (one input at a time)
     grad_layouts.py        AGD014 (non-contiguous or expanded incoming gradients)
     transforms.py          AGD008 (forward AD), AGD009 (vmap)
@@ -27,18 +29,22 @@ This module composes the probes, one module per family:
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
+from .boundaries import check_boundaries
 from .deliberate import deliberate_gradient
 from .errors import CodeError, NotChecked, first_line
 from .forward_backward import check_forward_backward
 from .grad_layouts import check_noncontiguous_grad_output
-from .gradcheck import check_gradcheck, check_undefined_grad
+from .gradcheck import GuessedValues, check_gradcheck, check_undefined_grad
 from .input_choice import choose_inputs, forward_error
-from .inputs import Inputs, differentiable_positions, short
+from .inputs import RECORDED, SYNTHESIZED, Inputs, differentiable_positions, short
+from .isolation import PROBE_SECONDS, run_isolated
 from .mutation import check_input_mutation
 from .none_gradients import freeze_none_gradients
+from .optional_inputs import given_candidates, optional_tensor_positions, robust
 from .partial_inputs import check_optional_none, check_partial_requires_grad
 from .precision import (
     FLOAT64,
@@ -60,6 +66,7 @@ MAX_FLAG_PASSES = 3
 
 def run_all(target: Target, calls: Iterable[dict[str, Any]] = ()) -> Inputs | None:
     """Every check; returns the inputs used (None: the code failed first)."""
+    calls = list(calls)
     try:
         inputs = choose_inputs(target, calls)
         inputs = settle_precision(target, inputs)
@@ -69,23 +76,98 @@ def run_all(target: Target, calls: Iterable[dict[str, Any]] = ()) -> Inputs | No
     if target.precision.name in HALF.values():
         check_against_reference(target, inputs)
         return inputs
-    check_inputs(target, inputs)
-    if inputs.source == "synthesized":
-        for index in inputs.flags[:MAX_FLAG_PASSES]:
-            value = inputs.args[index]
-            if not isinstance(value, bool):
-                continue
-            flipped = inputs.with_arg(index, not value)
-            if forward_error(target, flipped) is not None:
-                continue
-            target.note = f"with `{inputs.name(index)}={not value}`"
-            try:
-                check_inputs(target, flipped)
-            except NotChecked:
-                pass
-            finally:
-                target.note = ""
+    try:
+        check_inputs(target, inputs)
+    except GuessedValues:
+        inputs = _without_guessed_optionals(target, inputs)
+        check_inputs(target, inputs)
+    _flip_flags(target, inputs)
+    _check_optional_given(target, inputs)
     return inputs
+
+
+def _without_guessed_optionals(target: Target, inputs: Inputs) -> Inputs:
+    """The inputs with the optional ones synthesis gave left None, and the
+    findings made with them forgotten (they may be about the made-up values)."""
+    args = list(inputs.args)
+    for index in inputs.none_defaults:
+        args[index] = None
+    target.findings.clear()
+    target.deliberate = None
+    return replace(inputs, args=tuple(args), none_defaults=[])
+
+
+def _flip_flags(target: Target, inputs: Inputs) -> None:
+    """The checks again with each bool flag flipped (the first few): the
+    other path of `if flag:` is as much the Function as the one taken."""
+    flags = inputs.flags if inputs.source == SYNTHESIZED else \
+        [i for i, a in enumerate(inputs.args) if isinstance(a, bool)]
+    for index in flags[:MAX_FLAG_PASSES]:
+        value = inputs.args[index]
+        if not isinstance(value, bool):
+            continue
+        flipped = inputs.with_arg(index, not value)
+        note = f"with `{inputs.name(index)}={not value}`"
+        if inputs.source == SYNTHESIZED:
+            if forward_error(target, flipped) is None:
+                _on_path(target, flipped, note)
+            continue
+        # The other value is our guess, not a call the project makes: an error
+        # inside its backward may be about the guess; and it is an extra probe.
+        flipped = replace(flipped, source=SYNTHESIZED)
+        if not _extra_path(target, flipped, note):
+            return
+
+
+def _check_optional_given(target: Target, inputs: Inputs) -> None:
+    """An optional tensor input the checked inputs leave None (every
+    recorded call does, or synthesis found forward works only without it)
+    is checked given too, shaped after the other inputs: a feature vector,
+    then the first input's shape. Only the errors no guess explains count."""
+    why = ", which the recorded calls leave None" if inputs.source == RECORDED else ""
+    for index in optional_tensor_positions(target, inputs.args):
+        for candidate in given_candidates(inputs, index):
+            if target.time_for_extras() <= 0:
+                return
+            if _extra_path(target, candidate, f"with `{inputs.name(index)}` given{why}",
+                           keep=robust):
+                break
+
+
+def _extra_path(target: Target, inputs: Inputs, note: str,
+                keep: Callable[[Finding], bool] | None = None) -> bool:
+    """An extra path, in a child process (an input made up for it may crash a
+    kernel), within the time left for extras; its findings that `keep`
+    accepts are added. True when forward took the inputs."""
+    before = len(target.findings)
+    accepted: list[bool] = []
+
+    def probe() -> None:
+        if forward_error(target, inputs) is None:
+            accepted.append(True)
+            _on_path(target, inputs, note)
+        if not accepted:
+            target.findings.append({"code": "__forward_refused__"})
+
+    seconds = min(PROBE_SECONDS, target.time_for_extras())
+    if seconds <= 0 or not run_isolated(target, probe, seconds):
+        return False
+    found = target.findings[before:]
+    del target.findings[before:]
+    if any(f["code"] == "__forward_refused__" for f in found):
+        return False
+    target.findings.extend(f for f in found if keep is None or keep(f))
+    return True
+
+
+def _on_path(target: Target, inputs: Inputs, note: str) -> None:
+    target.note = note
+    try:
+        check_inputs(target, inputs)
+    except (NotChecked, GuessedValues):
+        pass  # nothing trustworthy to say about this path
+    finally:
+        target.note = ""
 
 
 def check_inputs(target: Target, inputs: Inputs) -> None:
@@ -111,6 +193,8 @@ def check_inputs(target: Target, inputs: Inputs) -> None:
             check_undefined_grad(target, inputs)
             check_partial_requires_grad(target, inputs)
             check_noncontiguous_grad_output(target, inputs)
+            if not target.note:  # the default path's edges: bounded, once
+                check_boundaries(target, inputs)
         check_optional_none(target, inputs)
     if target.has_jvp:
         check_forward_ad(target, inputs)

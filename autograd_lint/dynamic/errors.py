@@ -3,7 +3,8 @@
 NotChecked: the Function could not be checked (AGD900). CodeError: forward or
 backward fails whatever the inputs (AGD003). Unsynthesizable: no guess fits a
 parameter (input synthesis, and the one-process group a recorded call may
-need). `first_line` is the one line an exception is reported as.
+need). `first_line` is the one line an exception is reported as;
+`environmental` tells an error of the machine from one of the code.
 """
 from __future__ import annotations
 
@@ -55,3 +56,19 @@ def raise_if_code_error(exc: BaseException, where: str) -> None:
     if isinstance(exc, AttributeError) and re.search(r"'\w+Backward' object has no attribute",
                                                      str(exc)):
         raise CodeError(where, first_line(exc)) from None
+
+
+# What a machine lacks, not what the code gets wrong: a GPU, a driver, a
+# compiled extension, a feature Triton's interpreter does not have.
+_ENVIRONMENT = re.compile(
+    r"not compiled with CUDA|CUDA driver|no CUDA GPUs|NVIDIA driver|libcuda|CUDA is not "
+    r"available|cudaGetDevice|0 active drivers|device-side assert|NVML|No module named|"
+    r"interpreter|TRITON_INTERPRET|not supported on (the )?CPU|not implemented for 'CPU'|"
+    r"Could not run '[^']+' with arguments from the 'CPU' backend|"
+    r"(only|requires?|needs?|expected|runs?)\b.{0,40}\b(cuda|gpu)s?\b|"
+    r"\b(cuda|gpu)\b.{0,40}\b(only|required|needed)\b|on device \W?cpu\b", re.I)
+
+
+def environmental(message: str) -> bool:
+    """Whether an error is about the machine the check runs on."""
+    return bool(_ENVIRONMENT.search(message))

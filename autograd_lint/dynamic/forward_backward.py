@@ -42,6 +42,8 @@ def check_forward_backward(target: Target, inputs: Inputs) -> bool:
     except Exception as exc:
         report_backward_error(target, inputs, exc)
         return False
+    if node is not None:
+        _check_ctx_attributes(target, node, after_backward=True)
     for index, (grad, copy) in enumerate(zip(grads, copies, strict=True)):
         if not torch.equal(grad, copy):
             change = (grad - copy).abs().max().item()
@@ -69,12 +71,23 @@ def _saved_tensors(node: Any) -> list[torch.Tensor]:
         return []
 
 
-def _check_ctx_attributes(target: Target, node: Any) -> None:
+def _check_ctx_attributes(target: Target, node: Any, after_backward: bool = False) -> None:
+    """AGD006 for each ctx attribute holding tensors; after backward, for
+    those backward put there (it runs again under activation checkpointing,
+    and the graph, with what ctx holds, may be kept for another backward)."""
     attributes = getattr(node, "__dict__", {})
-    for attr, value in attributes.items():
+    for attr, value in list(attributes.items()):
         what = _tensor_description(value)
-        if what is not None:
-            target.report("AGD006", attr=attr, what=what)
+        if what is None:
+            what = _held_by_object(value)
+        if what is None:
+            continue
+        if after_backward and any(f["code"] == "AGD006" and f["attr"] == attr
+                                  for f in target.findings):
+            continue  # already there after forward
+        target.report("AGD006", attr=attr, what=what,
+                      when="after backward (backward stored it)" if after_backward
+                      else "after forward")
 
 
 def _tensor_description(value: Any) -> str | None:
@@ -88,6 +101,25 @@ def _tensor_description(value: Any) -> str | None:
     elif isinstance(value, dict):
         if any(_floating(v) for v in value.values()):
             return "a dict of tensors"
+    return None
+
+
+def _held_by_object(value: Any) -> str | None:
+    """An object on ctx (a parameter bundle, a state) whose own attribute
+    holds a tensor computed in the graph: ctx keeps that graph alive as a
+    tensor attribute would. Tensors with no graph behind them (a module's
+    weights, a quantization table) are the object's to keep: not reported."""
+    if isinstance(value, (torch.Tensor, torch.nn.Module, type)) or \
+            not hasattr(value, "__dict__"):
+        return None
+    try:
+        attributes = list(vars(value).items())
+    except TypeError:
+        return None
+    for name, held in attributes:
+        if _floating(held) and held.grad_fn is not None:
+            return f"a `{type(value).__name__}` whose attribute `{name}` is a tensor of " \
+                   f"shape {list(held.shape)} computed in the graph"
     return None
 
 

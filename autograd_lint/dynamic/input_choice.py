@@ -11,7 +11,14 @@ from typing import Any
 
 import torch
 
-from .errors import CodeError, NotChecked, Unsynthesizable, first_line, raise_if_code_error
+from .errors import (
+    CodeError,
+    NotChecked,
+    Unsynthesizable,
+    environmental,
+    first_line,
+    raise_if_code_error,
+)
 from .inputs import Inputs, Synthesis, declared, float_tensor, recorded
 from .precision import HALF, LADDER, dtype_of
 from .probing import differentiable_outputs, first_forward, fresh, tensors_of, unit_backward
@@ -31,11 +38,17 @@ def choose_inputs(target: Target, calls: Iterable[dict[str, Any]] = ()) -> Input
             continue
         if not source:
             raise NotChecked("gradcheck_inputs returned no examples")
+        errors = []
         for candidate in source:
-            if forward_error(target, candidate) is None:
+            error = forward_error(target, candidate)
+            if error is None:
                 return candidate
+            errors.append(error)
+        if all(environmental(e) for e in errors):
+            raise NotChecked(f"forward fails on the project's own inputs for a reason of this "
+                             f"machine, not of the code: {errors[0]}")
         return source[0]  # forward fails with the project's own inputs: a finding
-    return _synthesize(target)
+    return synthesize(target)
 
 
 def _legacy(target: Target) -> None:
@@ -57,7 +70,7 @@ def forward_error(target: Target, candidate: Inputs) -> str | None:
     return None
 
 
-def _synthesize(target: Target) -> Inputs:
+def synthesize(target: Target) -> Inputs:
     try:
         synthesis = Synthesis(target.cls, target.device, target.tensor_hints)
     except Unsynthesizable as exc:
@@ -84,6 +97,9 @@ def _synthesize(target: Target) -> Inputs:
     if narrow is not None or fallback is not None:
         return narrow or fallback  # type: ignore[return-value]
     last = errors[-1] if errors else "forward takes no inputs that can be synthesized"
+    if errors and environmental(last):
+        raise NotChecked(f"forward needs what this machine lacks, whatever the inputs (last "
+                         f"try: {last}); run it where it runs (`--device cuda`)")
     raise NotChecked(f"could not build inputs forward accepts (last try: {last}); declare "
                      "them with `@example_inputs(...)`, a `gradcheck_inputs` staticmethod, or "
                      "record the project's own calls (`pytest --autograd-record`)")
@@ -122,6 +138,8 @@ def _accept(target: Target, candidate: Inputs, synthesis: Synthesis | None = Non
         fix = _shape_fix(error) if error else None
         if fix is None:
             if error is None and not _repeatable(target, candidate):
+                if synthesis is not None:
+                    synthesis.learn_unwritten(candidate)
                 return None, "identical calls give different results (memory a kernel " \
                              "leaves unwritten for this shape?)"
             return candidate, error

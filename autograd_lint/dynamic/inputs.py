@@ -16,6 +16,7 @@ AttributeError on a number makes that number a tensor.
 """
 from __future__ import annotations
 
+import enum
 import inspect
 import itertools
 import re
@@ -26,8 +27,10 @@ from typing import Any
 import torch
 
 from . import EXAMPLES_ATTRIBUTE
+from .bundles import annotated_class, build, is_bundle, refuse
 from .demands import DemandReader
 from .errors import Unsynthesizable
+from .literals import compared_strings
 from .process_group import is_process_group, single_process_group
 
 RECORDED, DECLARED, SYNTHESIZED = "recorded", "declared", "synthesized"
@@ -314,6 +317,7 @@ class Synthesis:
     def __init__(self, cls: type, device: torch.device,
                  tensor_hints: frozenset[str] = frozenset()) -> None:
         self.device = device
+        self.forward = cls.forward
         parameters = forward_parameters(cls)
         if parameters is None:
             raise Unsynthesizable("forward's signature cannot be read")
@@ -341,8 +345,19 @@ class Synthesis:
         annotation = str(parameter.annotation)
         default = parameter.default
         hinted = name in self.tensor_hints or "Tensor" in annotation
+        annotated = annotated_class(self.forward, name) if default is parameter.empty else None
+        if annotated is not None and is_bundle(annotated):
+            return _Parameter(name, "bundle", [annotated])
+        if annotated is not None and issubclass(annotated, enum.Enum):
+            return _Parameter(name, "value", list(annotated)[:1])
+        if annotated is not None:
+            refuse(name, annotated)
         if default is not parameter.empty and default is not None and not hinted:
             return _Parameter(name, "value", [default], given=True)
+        if default is None and is_output_buffer(name):
+            # Where forward writes its result when the caller passes one: a
+            # made-up buffer would only make that write look like a defect.
+            return _Parameter(name, "value", [None], given=True)
         if _OFFSETS.search(name.lower()):
             # Variable-length offsets (`cu_seqlens`) mean nothing when made up.
             return _Parameter(name, "value", [None], given=True)
@@ -413,8 +428,40 @@ class Synthesis:
                 changed = True
         if not self.power_of_two and _POWER_OF_TWO.search(str(exc)):
             self.power_of_two = changed = True
+        changed = self._leave_out_refused(str(exc), candidate) or changed
         if changed:
             self._start_over(candidate.layout)
+
+    def learn_unwritten(self, candidate: Inputs) -> None:
+        """A kernel left memory unwritten with this candidate (two identical
+        calls differ): a vector as long as a row of the main input may be
+        one value per row instead (routing weights, per-row scales)."""
+        main = next((a for a in candidate.args if isinstance(a, torch.Tensor)
+                     and a.dim() >= 2), None)
+        if main is None or main.shape[0] == main.shape[-1]:
+            return
+        shapes = self.layout_shapes.setdefault(candidate.layout, {})
+        changed = False
+        for parameter, value in zip(self.parameters, candidate.args, strict=False):
+            if isinstance(value, torch.Tensor) and value.dim() == 1 and \
+                    value.is_floating_point() and value.shape[0] == main.shape[-1] and \
+                    parameter.name not in shapes:
+                shapes[parameter.name] = (main.shape[0],)
+                changed = True
+        if changed:
+            self._start_over(candidate.layout)
+
+    def _leave_out_refused(self, message: str, candidate: Inputs) -> bool:
+        """An optional input forward's error names ("rowscale is not supported
+        with ..."), given in the candidate: left None first from now on."""
+        refused = False
+        for position, parameter in enumerate(self.parameters):
+            if parameter.optional and not parameter.none_first and \
+                    position < len(candidate.args) and \
+                    isinstance(candidate.args[position], torch.Tensor) and \
+                    re.search(rf"\b{re.escape(parameter.name)}\b", message):
+                parameter.none_first = refused = True
+        return refused
 
     def _start_over(self, layout: str | None) -> None:
         self.preferred = layout or self.preferred
@@ -486,7 +533,10 @@ class Synthesis:
         args: list[Any] = []
         for position, (parameter, choice) in enumerate(
                 zip(self.parameters, combination, strict=True)):
-            if parameter.role != "value" and choice is not None:
+            if parameter.role == "bundle":
+                args.append(build(parameter.values[0], lambda field, at=position: self.tensor(
+                    tensor_role(field), layout, at, args), self.strings))
+            elif parameter.role != "value" and choice is not None:
                 args.append(self.tensor(parameter.role, layout, position, args))
             elif choice is SINGLE_PROCESS_GROUP:
                 args.append(single_process_group())
@@ -601,6 +651,14 @@ def _shapes_in(error: str) -> list[tuple[str, tuple[int, ...]]]:
     return found
 
 
+_OUTPUT_BUFFER = re.compile(r"^(out|output|outputs|result)$|^out_|_out$|_output$")
+
+
+def is_output_buffer(name: str) -> bool:
+    """`out`, `residual_out`, `out_buffer`: a tensor forward writes its result into."""
+    return bool(_OUTPUT_BUFFER.search(name.lower()))
+
+
 def _names_a_group(lowered: str) -> bool:
     return lowered in GROUP_NAMES or lowered.endswith(("_group", "_pg"))
 
@@ -623,33 +681,6 @@ def _classify(name: str) -> list[Any] | None:
             lowered in ("rank", "world_size", "size", "length", "seq_len", "heads", "head_dim"):
         return [1, 2]
     return None
-
-
-def compared_strings(function: Any) -> dict[str, list[str]]:
-    """The string literals forward compares each name with (`mode == "global"`,
-    `kind in ("a", "b")`), in source order: the values a string parameter takes."""
-    import ast
-    import textwrap
-
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(function))))
-    except (OSError, TypeError, ValueError, SyntaxError):
-        return {}
-    found: dict[str, list[str]] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Compare) or len(node.ops) != 1:
-            continue
-        left, right = node.left, node.comparators[0]
-        if not isinstance(left, ast.Name):
-            left, right = right, left
-        if not isinstance(left, ast.Name):
-            continue
-        items = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
-        for item in items:
-            if isinstance(item, ast.Constant) and isinstance(item.value, str) and \
-                    item.value not in found.setdefault(left.id, []):
-                found[left.id].append(item.value)
-    return {name: values for name, values in found.items() if values}
 
 
 def differentiable_positions(args: tuple[Any, ...]) -> list[int]:

@@ -21,6 +21,10 @@ The file is JSON, one entry per Function keyed by `module:qualname`:
                               "range": [-2.1, 2.3]}},
                   {"value": 2}]}]}]}}
 
+A dataclass or NamedTuple argument (a parameter bundle) is recorded as the
+constructor call that makes it again, `{"object": {"class": "pkg.ops:Params",
+"fields": {...}}}`, each field described as above.
+
 Recording never changes what the tests do: an argument that cannot be
 described is recorded as `{"opaque": "<type>"}` (that call is not replayed),
 and any failure of the recorder itself is swallowed. Nothing here imports
@@ -53,11 +57,32 @@ def describe(value: Any) -> dict[str, Any]:
         return {"tensor": _tensor(value)}
     if isinstance(value, torch.dtype):
         return {"dtype": str(value).replace("torch.", "")}
+    bundle = _bundle(value)
+    if bundle is not None:
+        return bundle
     if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
         return {type(value).__name__: [describe(v) for v in value]}
     if _plain(value):
         return {"value": list(value) if isinstance(value, tuple) else value}
     return {"opaque": type(value).__name__}
+
+
+def _bundle(value: Any) -> dict[str, Any] | None:
+    """A dataclass or NamedTuple argument, as the constructor call that makes
+    it again: its importable class and its fields, each described."""
+    import dataclasses
+
+    cls = type(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
+    elif isinstance(value, tuple) and hasattr(cls, "_fields"):
+        fields = dict(zip(cls._fields, value, strict=False))
+    else:
+        return None
+    if cls.__module__ in ("__main__", None) or "<locals>" in cls.__qualname__:
+        return {"opaque": cls.__name__}  # not importable by name in the worker
+    return {"object": {"class": f"{cls.__module__}:{cls.__qualname__}",
+                       "fields": {name: describe(v) for name, v in fields.items()}}}
 
 
 def _plain(value: Any) -> bool:
@@ -402,11 +427,31 @@ def _rebuild(spec: Any, device: Any, generator: Any) -> Any:
         return items if kind == "list" else tuple(items)
     if kind == "tensor":
         return _rebuild_tensor(value, device, generator)
+    if kind == "object":
+        return _rebuild_object(value, device, generator)
     if kind == "opaque" and value == "ProcessGroup":
         from .process_group import single_process_group
 
         return single_process_group()  # the recorded world, shrunk to this process
     raise ValueError(f"a recorded {value} argument cannot be rebuilt")
+
+
+def _rebuild_object(spec: dict[str, Any], device: Any, generator: Any) -> Any:
+    """A recorded dataclass or NamedTuple, constructed again from its fields."""
+    import importlib
+
+    module, _, qualname = str(spec.get("class", "")).partition(":")
+    try:
+        cls: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
+        fields = {name: _rebuild(v, device, generator)
+                  for name, v in dict(spec.get("fields", {})).items()}
+        return cls(**fields)
+    except ValueError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"a recorded {qualname} argument cannot be rebuilt ({exc})") from None
 
 
 def _rebuild_tensor(spec: dict[str, Any], device: Any, generator: Any) -> Any:

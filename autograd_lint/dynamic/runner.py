@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
@@ -147,11 +147,16 @@ def outcome_findings(target: FunctionTarget, outcome: dict[str, Any],
     if entry is None or entry.get("reason"):
         reason = (entry or {}).get("reason") or outcome.get("__reason__", "no result")
         return findings_for(target, [{"code": "AGD900", "reason": reason}], codes), False
-    return findings_for(target, entry.get("findings", []), codes), True
+    return findings_for(target, entry.get("findings", []), codes,
+                        entry.get("context") or ()), True
 
 
 def findings_for(target: FunctionTarget, raw: list[dict[str, Any]],
-              codes: frozenset[str]) -> list[Finding]:
+                 codes: frozenset[str], context: Iterable[str] = ()) -> list[Finding]:
+    """Findings from a worker's raw ones; `context` says how the module was
+    run where that differs from a user's run (a parent package left out,
+    CUDA queries stood in for), so that each finding can be judged."""
+    context = tuple(context)
     found = []
     name = target.name
     for item in raw:
@@ -166,6 +171,8 @@ def findings_for(target: FunctionTarget, raw: list[dict[str, Any]],
             message = rule.summary
         if item.get("note"):  # which path: "with `in_place=True`"
             message = f"{message} ({item['note']})"
+        if context:
+            message = f"{message} [{'; '.join(context)}]"
         found.append(Finding(path=target.display, line=target.line, column=0, code=code,
                              name=rule.name, severity=rule.severity,
                              message=f"{name}: {message}", function=name,
@@ -194,6 +201,7 @@ def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
                    "import_root": job.import_root, "device": options.device,
                    "memory_limit_mb": options.memory_limit_mb,  # CPU workers only
                    "triton_interpreter": options.triton_interpreter,
+                   "timeout": options.timeout,  # per Function: the extra probes fit in it
                    "functions": functions}, handle)
     command = [sys.executable, "-m", "autograd_lint.dynamic.worker", request, result]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}

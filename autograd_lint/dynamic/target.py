@@ -32,6 +32,18 @@ class Target:
     # Why backward differs from the derivative on purpose ("identity",
     # "piecewise-constant"): finite differences were not compared.
     deliberate: str | None = None
+    # When the probes beyond the basic checks (the edges, recorded flags
+    # flipped, optional inputs given) stop: their time must never cost the
+    # Function its verdict (time.monotonic(); None: no limit).
+    extras_until: float | None = None
+
+    def time_for_extras(self) -> float:
+        """Seconds left for the extra probes (inf without a limit)."""
+        if self.extras_until is None:
+            return float("inf")
+        import time
+
+        return self.extras_until - time.monotonic()
 
     def report(self, code: str, **fields: Any) -> None:
         if any(isinstance(v, str) and v.startswith("MemoryError") for v in fields.values()):

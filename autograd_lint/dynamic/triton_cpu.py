@@ -1,11 +1,10 @@
-"""Triton kernels on the CPU: Triton's interpreter, and two gaps in it filled.
+"""Triton kernels on the CPU: Triton's interpreter, and its gaps filled.
 
 Without a GPU, a `@triton.jit` kernel cannot be compiled; Triton's own
 interpreter (`TRITON_INTERPRET=1`) runs it on CPU tensors with numpy instead.
 The dynamic mode switches it on in CPU workers (`--no-triton-interpreter`
-turns that off). Two things that compiled kernels do are missing from the
-interpreter, and common in real kernels; they are filled in here, the way
-compiled Triton behaves:
+turns that off). What compiled kernels do and the interpreter lacks, common
+in real kernels, is filled in here, the way compiled Triton behaves:
 
 - a Python `float` kernel argument is a 32-bit float scalar (the interpreter
   passes the bare float, so `scale.to(tl.float32)` fails);
@@ -15,6 +14,13 @@ compiled Triton behaves:
 - `@triton.autotune` times each config through the GPU driver, which a CPU
   has none of; timing means nothing in the interpreter, so the first config
   runs (every config computes the same result).
+- a load or store mask that is not of bool type (`mask & (head < n)` with a
+  scalar comparison) or that is a scalar: compiled Triton converts it to i1
+  and broadcasts it; the interpreter's loads and stores refuse it, so it is
+  converted here the same way;
+- "Is a Triton backend active here?" (`backend.driver.is_active()`, which
+  libraries ask before they define or launch their kernels) is answered yes
+  for the NVIDIA backend: the interpreter runs the kernels.
 
 Nothing here imports triton: `install()` sets the environment variable and an
 import hook that patches the modules when (if) the checked code imports them.
@@ -30,6 +36,7 @@ from ._hooks import after_import
 
 INTERPRETER = "triton.runtime.interpreter"
 AUTOTUNER = "triton.runtime.autotuner"
+BACKENDS = "triton.backends"
 LIBDEVICE = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
 
 
@@ -37,13 +44,41 @@ def install() -> None:
     """Run Triton kernels through the interpreter, gaps filled."""
     os.environ["TRITON_INTERPRET"] = "1"
     after_import({INTERPRETER: _patch_scalars, AUTOTUNER: _patch_autotuner,
+                  BACKENDS: _patch_active_backend,
                   **{name: _patch_libdevice for name in LIBDEVICE}})
+
+
+def _patch_masks(interpreter: ModuleType) -> None:
+    import numpy as np
+
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder.create_masked_load, "_autograd_lint", False):
+        return
+    load, store = builder.create_masked_load, builder.create_masked_store
+
+    def as_mask(mask: Any, ptrs: Any) -> Any:
+        data = np.asarray(mask.data)
+        if data.dtype != np.bool_ or data.shape != np.shape(ptrs.data):
+            data = np.broadcast_to(data.astype(np.bool_), np.shape(ptrs.data)).copy()
+            return interpreter.TensorHandle(data, mask.dtype)
+        return mask
+
+    def masked_load(self: Any, ptrs: Any, mask: Any, *args: Any) -> Any:
+        return load(self, ptrs, as_mask(mask, ptrs), *args)
+
+    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any) -> Any:
+        return store(self, ptrs, value, as_mask(mask, ptrs), *args)
+
+    masked_load._autograd_lint = True  # type: ignore[attr-defined]
+    builder.create_masked_load = masked_load
+    builder.create_masked_store = masked_store
 
 
 def _patch_scalars(interpreter: ModuleType) -> None:
     import numpy as np
     import triton.language as tl
 
+    _patch_masks(interpreter)
     original = interpreter._implicit_cvt
     if getattr(original, "_autograd_lint", False):
         return
@@ -71,6 +106,19 @@ def _patch_autotuner(autotuner: ModuleType) -> None:
 
     run._autograd_lint = True  # type: ignore[attr-defined]
     tuner.run = run
+
+
+def _patch_active_backend(module: ModuleType) -> None:
+    backend = getattr(module, "backends", {}).get("nvidia")
+    driver = getattr(backend, "driver", None)
+    if driver is None or getattr(driver.is_active, "_autograd_lint", False):
+        return
+
+    def is_active() -> bool:
+        return True
+
+    is_active._autograd_lint = True  # type: ignore[attr-defined]
+    driver.is_active = staticmethod(is_active)
 
 
 def _numpy_functions() -> dict[str, Any]:

@@ -5,6 +5,7 @@ AGD010 by its cause, and not checked when backward is not reentrant with
 guessed inputs."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -20,7 +21,7 @@ _SHAPE_ERROR = "returned an invalid gradient at index"
 
 def report_backward_error(target: Target, inputs: Inputs, exc: Exception) -> None:
     message = first_line(exc)
-    if not inputs.trusted and _raised_in_user_code(exc):
+    if not inputs.trusted and _raised_in_user_code(exc) and not _unset_ctx_attribute(exc):
         # With guessed inputs, only autograd's own verdict on what backward
         # returned is trusted; an error inside backward may be about the guess.
         where = _user_frame(exc)
@@ -39,6 +40,13 @@ def report_backward_error(target: Target, inputs: Inputs, exc: Exception) -> Non
                       got=f"shape {got}", expected=f"shape {expected}")
         return
     target.report("AGD003", where="backward", detail=message)
+
+
+def _unset_ctx_attribute(exc: BaseException) -> bool:
+    """backward read a ctx attribute that forward did not set on this call:
+    no choice of values explains that (the path forward took did not set it)."""
+    return isinstance(exc, AttributeError) and \
+        re.search(r"'\w+Backward' object has no attribute", str(exc)) is not None
 
 
 def _user_frames(exc: BaseException) -> list[Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from typing import Any
 
 
@@ -47,7 +48,10 @@ def _address_space() -> int:
     return 0
 
 
-def _import(module: str, path: str, root: str) -> Any:
+def _import(module: str, path: str, root: str, left_out: list[str]) -> Any:
+    """The module at `path`. A parent package whose `__init__` raises (it
+    imports a compiled extension, or refuses without a GPU) is left out
+    and named in `left_out`, when the module itself then imports."""
     import importlib
 
     if root not in sys.path:
@@ -56,9 +60,11 @@ def _import(module: str, path: str, root: str) -> Any:
         loaded = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name != module and not module.startswith(f"{exc.name}."):
-            raise
+            return _import_past_parents(module, path, root, exc, left_out)
         # Not importable by name (no package on the path): load the file itself.
         return _load_file(module, path)
+    except Exception as exc:
+        return _import_past_parents(module, path, root, exc, left_out)
     if _same_file(getattr(loaded, "__file__", None), path):
         return loaded
     if "." in module:
@@ -68,6 +74,64 @@ def _import(module: str, path: str, root: str) -> Any:
     # library's `types`, an installed `utils`): the file itself, under a name
     # of its own so that the other module stays what its users imported.
     return _load_file(f"_autograd_lint_target_{module}", path)
+
+
+def _import_past_parents(module: str, path: str, root: str, error: Exception,
+                         left_out: list[str]) -> Any:
+    """Import `module` with each parent package whose `__init__` raises
+    replaced by an empty package of the same folder; re-raise `error` when
+    no parent raised or the module fails all the same."""
+    import importlib
+
+    parents = [".".join(module.split(".")[:n]) for n in range(1, module.count(".") + 1)]
+    replaced: list[str] = []
+    for parent in parents:
+        try:
+            importlib.import_module(parent)
+        except Exception as exc:
+            _forget(parent)
+            sys.modules[parent] = _empty_package(parent, root)
+            if "." in parent:
+                setattr(sys.modules[parent.rpartition(".")[0]], parent.rpartition(".")[2],
+                        sys.modules[parent])
+            replaced.append(f"`{parent.replace('.', '/')}/__init__.py` (it raised "
+                            f"{_first_line(exc)})")
+    if not replaced:
+        raise error
+    _forget(module)
+    try:
+        loaded = importlib.import_module(module)
+    except Exception:
+        raise error from None
+    if not _same_file(getattr(loaded, "__file__", None), path):
+        raise error  # another package of that name: not the file under check
+    left_out.extend(replaced)
+    return loaded
+
+
+def _forget(name: str) -> None:
+    """Drop a partly imported package and its submodules from sys.modules."""
+    for key in [k for k in sys.modules if k == name or k.startswith(f"{name}.")]:
+        del sys.modules[key]
+
+
+def _empty_package(name: str, root: str) -> Any:
+    import importlib.machinery
+    import types
+
+    folder = os.path.join(root, *name.split("."))
+    package = types.ModuleType(name)
+    package.__path__ = [folder]
+    package.__package__ = name
+    package.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+    package.__spec__.submodule_search_locations = [folder]
+    return package
+
+
+def _first_line(exc: BaseException) -> str:
+    from .errors import first_line
+
+    return first_line(exc)
 
 
 def _load_file(name: str, path: str) -> Any:
@@ -105,6 +169,12 @@ def _defined_at(cls: Any, method_lines: list[list[Any]]) -> bool:
             continue
         return code.co_firstlineno == line
     return False  # nothing to tell them apart by: do not guess
+
+
+def _stood_in(names: list[str]) -> list[str]:
+    if not names:
+        return []
+    return [f"CUDA queries answered by CPU stand-ins ({', '.join(f'`{n}`' for n in names)})"]
 
 
 def _describe_import_error(exc: BaseException) -> str:
@@ -148,16 +218,24 @@ def main(request_path: str, result_path: str) -> int:
         # Only now: CUDA reserves far more address space than any limit allows,
         # and `--device auto` is only decided here.
         _limit_memory(request.get("memory_limit_mb"))
+    from .cuda_cpu import StandIns  # only now: a project's `copy.py` is off sys.path
+
+    stand_ins = StandIns()
+    if device_name == "cpu":
+        stand_ins.install(torch)  # a wrapper's CUDA queries, answered on the CPU
     if device_name == "cpu" and request.get("triton_interpreter", True):
         from .triton_cpu import install
 
         install()  # Triton kernels, if the module has any, run on the CPU
+    left_out: list[str] = []
     try:
-        module = _import(request["module"], request["path"], request["import_root"])
+        module = _import(request["module"], request["path"], request["import_root"], left_out)
     except BaseException as exc:  # user code: anything can come out
         result["module_error"] = _describe_import_error(exc)
         _write(result_path, result)
         return 0
+    imported = [f"imported with {', '.join(left_out)} left out"] if left_out else []
+    stand_ins.take()  # what importing asked is no Function's
 
     from .checks import NotChecked, Target, first_line, run_all
 
@@ -180,8 +258,12 @@ def main(request_path: str, result_path: str) -> int:
                             spec["has_vmap"], torch.device(device_name),
                             legacy=spec.get("legacy", False),
                             tensor_hints=frozenset(spec.get("tensor_inputs", ())))
+            if request.get("timeout"):
+                # The extras get what is left of the first 60% of the budget.
+                target.extras_until = time.monotonic() + 0.6 * float(request["timeout"])
             used = run_all(target, spec.get("recorded", ()))
             entry["findings"] = target.findings
+            entry["context"] = imported + _stood_in(stand_ins.take())
             entry["inputs"] = used.describe() if used is not None else "none"
             entry["precision"] = target.precision.describe()
         except NotChecked as exc:

@@ -1,0 +1,191 @@
+"""The dynamic mode on kernel code it was not tuned on (issue 26): CUDA
+queries in wrappers, packages whose initialiser needs an extension, parameter
+bundles, recorded calls that skip an input, the edges of the inputs that
+worked, ctx after backward, and a machine without torch."""
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from autograd_lint import cli
+
+from .test_dynamic import DYNAMIC, dynamic
+
+UNSEEN = DYNAMIC / "unseen"
+
+
+def _messages(*args: str) -> dict[str, list[tuple[str, str]]]:
+    _, findings, _ = dynamic("--select", "AGD", "--device", "cpu", *args)
+    found: dict[str, list[tuple[str, str]]] = {}
+    for finding in findings:
+        found.setdefault(finding["function"], []).append((finding["code"], finding["message"]))
+    return found
+
+
+@pytest.fixture(scope="module")
+def edges() -> dict[str, list[tuple[str, str]]]:
+    return _messages(str(UNSEEN / "edges.py"))
+
+
+def test_cuda_queries_of_a_triton_wrapper_are_answered_on_the_cpu() -> None:
+    pytest.importorskip("triton")
+    found = _messages(str(UNSEEN / "cuda_wrappers.py"))
+    assert "DeviceQueryTriple" not in found  # checked, and clean
+    (code, message), = found["DeviceQueryWrong"]
+    assert code == "AGD001"
+    assert "CPU stand-ins" in message and "`torch.cuda.get_device_properties`" in message
+
+
+def test_a_package_whose_initialiser_needs_a_missing_extension_is_checked() -> None:
+    found = _messages(str(UNSEEN / "extpkg"))
+    assert "Square" not in found
+    (code, message), = found["SquareWrong"]
+    assert code == "AGD001"
+    assert "`extpkg/__init__.py`" in message and "left out" in message
+
+
+def test_a_dataclass_parameter_bundle_is_built_from_its_fields(edges) -> None:
+    assert "ScaledByBundle" not in edges
+    assert [code for code, _ in edges["ScaledByBundleWrong"]] == ["AGD001"]
+
+
+def test_a_parameter_no_guess_makes_is_named_in_agd900() -> None:
+    found = _messages(str(UNSEEN / "needs_cuda.py"))
+    (code, message), = found["ReadsCache"]
+    assert code == "AGD900" and "`cache` is a `KVCache`" in message
+    # What the machine lacks is said as such: declaring inputs would not help.
+    (code, message), = found["MovesToGpu"]
+    assert code == "AGD900" and "what this machine lacks" in message
+    assert "declare" not in message
+
+
+def test_an_optional_input_the_recorded_calls_never_pass_is_still_probed() -> None:
+    found = _messages(str(UNSEEN / "optional_bias.py"),
+                      "--recorded", str(UNSEEN / "recorded-calls.json"))
+    (code, message), = found["BiasedScale"]
+    assert code == "AGD003"
+    assert "with `bias` given, which the recorded calls leave None" in message
+
+
+def test_recorded_calls_that_need_a_gpu_are_not_checked_rather_than_findings() -> None:
+    found = _messages(str(UNSEEN / "needs_cuda.py"),
+                      "--recorded", str(UNSEEN / "recorded-calls.json"))
+    (code, message), = found["MovesToGpu"]
+    assert code == "AGD900" and "a reason of this machine" in message
+
+
+def test_a_gradient_wrong_only_for_a_size_one_dimension_is_caught(edges) -> None:
+    assert "PreviousDifference" not in edges
+    (code, message), = edges["PreviousDifferenceShortWrong"]
+    assert code == "AGD001" and "cut to 1" in message
+
+
+def test_a_forward_that_fails_when_no_input_requires_grad(edges) -> None:
+    (code, message), = edges["ScalesOnlyForGradients"]
+    assert code == "AGD003"
+    assert "forward with no input requiring grad" in message and "UnboundLocalError" in message
+
+
+def test_a_backward_that_stores_a_tensor_on_ctx(edges) -> None:
+    (code, message), = edges["StoresOnCtxInBackward"]
+    assert code == "AGD006"
+    assert message.startswith("StoresOnCtxInBackward: after backward") and "`ctx.last_grad`" \
+        in message
+
+
+def test_a_kernel_that_reads_strided_inputs_as_contiguous(edges) -> None:
+    codes = dict(edges["ContiguousOnlyKernel"])
+    assert "transposed in memory" in codes["AGD001"]
+
+
+def _check(*args: str) -> tuple[int, str]:
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = cli.main(["check", "--isolated", "--no-cache", *args])
+    return code, err.getvalue()
+
+
+def test_dynamic_without_torch_is_one_error_line_and_exit_2(monkeypatch, tmp_path) -> None:
+    from autograd_lint.dynamic import environment
+
+    monkeypatch.setattr(environment, "_installed", lambda name: name != "torch")
+    (tmp_path / "m.py").write_text("x = 1\n")
+    code, err = _check("--dynamic", str(tmp_path / "m.py"))
+    assert code == 2
+    assert err.count("\n") == 1 and "--dynamic needs torch" in err
+
+
+def test_triton_on_the_cpu_without_numpy_is_an_error(monkeypatch, tmp_path) -> None:
+    from autograd_lint.dynamic import environment
+
+    monkeypatch.setattr(environment, "_installed", lambda name: name != "numpy")
+    (tmp_path / "m.py").write_text("x = 1\n")
+    code, err = _check("--dynamic", "--device", "cpu", str(tmp_path / "m.py"))
+    assert code == 2 and "needs numpy" in err
+    code, _ = _check("--dynamic", "--device", "cpu", "--no-triton-interpreter",
+                     str(tmp_path / "m.py"))
+    assert code == 0
+
+
+def test_selecting_agd_rules_without_dynamic_says_it_has_no_effect(tmp_path) -> None:
+    (tmp_path / "m.py").write_text("x = 1\n")
+    code, err = _check("--select", "AGD001,AGF", str(tmp_path / "m.py"))
+    assert code == 0 and "AGD001" in err and "no effect without it" in err
+    code, err = _check("--select", "AGF", str(tmp_path / "m.py"))
+    assert err == ""
+
+
+def test_a_recorded_parameter_bundle_is_rebuilt_from_its_fields() -> None:
+    import torch
+
+    from autograd_lint.dynamic.recording import describe, rebuild
+    from tests.fixtures.dynamic.unseen.edges import NormParams
+
+    spec = describe(NormParams(torch.ones(3, requires_grad=True), eps=1e-3))
+    assert json.loads(json.dumps(spec)) == spec  # it goes into a JSON file
+    (params,), _ = rebuild({"args": [spec]}, torch.device("cpu"))
+    assert isinstance(params, NormParams) and params.eps == 1e-3
+    assert params.weight.shape == (3,)
+
+
+def test_a_probe_that_crashes_the_process_costs_no_verdict(edges) -> None:
+    # AbortsOnSizeOne aborts on a size-1 input: only that probe is lost, not
+    # the module's worker (every Function of edges.py keeps its verdict).
+    assert not any(code == "AGD900" for found in edges.values() for code, _ in found)
+    assert "AbortsOnSizeOne" not in edges
+
+
+def test_an_output_buffer_is_not_made_up(edges) -> None:
+    assert "WritesIntoOut" not in edges  # a made-up `out=` written by forward is no AGD011
+
+
+def test_a_made_up_optional_value_that_explains_a_mismatch_is_no_finding(edges) -> None:
+    assert "LogitsAgainstLse" not in edges  # a random `lse` is no logsumexp of the logits
+
+
+def test_a_double_backward_that_raises_is_not_agd002(edges) -> None:
+    assert "DoubleBackwardRaises" not in edges
+
+
+def test_kernels_behind_a_backend_check_with_scalar_masks_and_per_row_weights() -> None:
+    pytest.importorskip("triton")
+    found = _messages(str(UNSEEN / "kernel_edges.py"))
+    assert found == {}  # both checked (no AGD900), both clean
+
+
+def test_an_object_on_ctx_is_looked_into_one_level(edges) -> None:
+    (code, message), = edges["KeepsOutputInAnObject"]
+    assert code == "AGD006" and "a `_Cache` whose attribute `output`" in message
+    assert "KeepsATableInAnObject" not in edges  # a table with no graph is the object's
+
+
+def test_on_a_guessed_optional_input_only_errors_no_guess_explains_count() -> None:
+    found = _messages(str(UNSEEN / "optional_bias.py"))
+    # BiasedScale: backward reads a ctx attribute forward never set (any bias).
+    assert [code for code, _ in found["BiasedScale"]] == ["AGD003"]
+    # RowBiased: a made-up bias of another shape gets a gradient of that other
+    # shape; that is the guess's doing, not a finding.
+    assert "RowBiased" not in found
