@@ -361,7 +361,7 @@ class Cache:
                         headers=tuple((name, tuple(bases)) for name, bases in data["headers"]),
                         aliases=frozenset(data["aliases"]),
                         imports=tuple((module, name) for module, name in data["imports"]),
-                        gradcheck=data["gradcheck"])
+                        gradcheck=data["gradcheck"], ops=bool(data.get("ops", False)))
 
     def store_scan(self, scan: FileScan) -> None:
         if scan.error is not None:
@@ -375,6 +375,7 @@ class Cache:
             "aliases": sorted(scan.aliases),
             "imports": sorted([module, name] for module, name in scan.imports),
             "gradcheck": scan.gradcheck,
+            "ops": scan.ops,
         }}
         self._scans_changed = True
 

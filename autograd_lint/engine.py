@@ -223,6 +223,7 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
         self._file_findings: dict[str, list[Finding]] = {}  # per file, analysed or stored
         self._reads: dict[str, set[str]] = {}  # per analysed file: the files it read
         self._checking: set[str] | None = None  # the files to analyse (None: all)
+        self._op_modules: list[str] = []  # modules that may define or register custom ops
         # The scans, for the files an incremental run parses when a name
         # leads there.
         self._scans_by_path: ScanTable | None = None
@@ -280,6 +281,9 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
         whole run would have (so their findings are a whole run's)."""
         self._checking = only
         self._scans_by_path = scans
+        # Ops are registered by name across modules: every run, whole or in
+        # parts, sees all of them (analysis/op_model.py, `ops_index`).
+        self._op_modules = sorted({self.module_names(p)[0] for p in paths if scans[p].ops})
         wanted = None if only is None else only | set(context)
         relevant = []
         for path in paths:
@@ -333,6 +337,7 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
                                loader=self,
                                candidates=self.relevance.candidates,
                                lazy=self._checking is not None)
+        self.project.cache["op_module_names"] = self._op_modules
         seed = self._gradchecked_seed
         if seed is not None:
             self.project.cache["gradchecked"] = (
@@ -369,6 +374,13 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
 FUNCTION_WORD = "Function"
 
 
+def _may_matter(text: str) -> bool:
+    """Whether a lone module may define a Function or a custom op."""
+    from .scan import mentions_ops
+
+    return FUNCTION_WORD in text or mentions_ops(text.encode("utf-8", "surrogatepass"))
+
+
 def lint_source(source: str | bytes, path: str = "<string>",
                 codes: Iterable[str] | None = None, *, tree: ast.Module | None = None,
                 module_name: tuple[str, bool] | None = None,
@@ -381,7 +393,7 @@ def lint_source(source: str | bytes, path: str = "<string>",
     context: other modules of its project (read, never reported)."""
     enabled = frozenset(codes) if codes is not None else default_codes()
     if tree is None:
-        if "AGF000" not in enabled and isinstance(source, str) and FUNCTION_WORD not in source:
+        if "AGF000" not in enabled and isinstance(source, str) and not _may_matter(source):
             return []  # nothing to report, not even a syntax error: skip the parse
         text, tree, syntax = parse_text(path, source)
         if syntax is not None:
@@ -389,8 +401,8 @@ def lint_source(source: str | bytes, path: str = "<string>",
     else:
         text = source if isinstance(source, str) else decode_source(source)
     assert tree is not None and text is not None
-    if FUNCTION_WORD not in text and not context:
-        return []  # a lone module defines no Function without spelling the word
+    if not _may_matter(text) and not context:
+        return []  # a lone module defines no Function (or op) without spelling the word
     if module_name is not None:
         module = build_module(path, module_name[0], module_name[1], tree, text)
     else:

@@ -376,6 +376,21 @@ class Project:
             return None
         return self.functions.get(resolved.cls)
 
+    def load_modules(self, module_names: Iterable[str]) -> None:
+        """Parse the named modules if they are not in the project yet (a run
+        in parts parses only its part up front)."""
+        for name in module_names:
+            if name not in self.by_name:
+                self._load(name)
+
+    def all_modules(self) -> list[ModuleInfo]:
+        """The modules parsed up front and those loaded since."""
+        seen: dict[int, ModuleInfo] = {id(m): m for m in self.modules}
+        for same in self.by_name.values():
+            for module in same:
+                seen.setdefault(id(module), module)
+        return list(seen.values())
+
     def _load(self, module_name: str, *, relevant_only: bool = False) -> None:
         key = f"{module_name} {relevant_only}"
         if self.loader is None or key in self._tried:

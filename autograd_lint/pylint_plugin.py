@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from pylint.lint import PyLinter
 
 _LETTER = {"error": "E", "warning": "W", "info": "C"}
-_CHECKER_ID = {"0": "71", "1": "72", "2": "73", "3": "74"}
+_CHECKER_ID = {"0": "71", "1": "72", "2": "73", "3": "74", "4": "75"}
 # pylint reports syntax errors itself (and its `syntax-error` symbol is taken);
 # tree-only rules cannot fire file by file.
 NOT_IN_PYLINT = frozenset({"AGF000"}) | TREE_ONLY_CODES
@@ -148,7 +148,7 @@ class ModuleFindings:
 
 
 class _AutogradLintChecker(BaseChecker):
-    """Base of the four checkers; `block` is the hundreds digit of their codes."""
+    """Base of the five checkers; `block` is the hundreds digit of their codes."""
 
     block = ""
 
@@ -198,7 +198,15 @@ class TextbookChecker(_AutogradLintChecker):
     block = "3"
 
 
-CHECKERS = (CtxStateChecker, StructureChecker, GradientChecker, TextbookChecker)
+class CustomOpChecker(_AutogradLintChecker):
+    """AGF4xx (single-file ones): custom operators, their fakes and autograd."""
+
+    name = "autograd-lint-custom-ops"
+    block = "4"
+
+
+CHECKERS = (CtxStateChecker, StructureChecker, GradientChecker, TextbookChecker,
+            CustomOpChecker)
 
 
 def register(linter: PyLinter) -> None:

@@ -361,6 +361,49 @@ _RULES = _RULES + (
         "`setup_context(ctx, inputs, output)`",
         "differentiability", default=False,
     ),
+    # --- custom operators (torch.library): the op, its fake, its autograd ------
+    Rule("AGF401", "fake-signature-mismatch", ERROR,
+         "A custom op's fake takes other parameters than the op.",
+         "the fake `{fake}` of op `{op}` {why}: under torch.compile the arguments land in "
+         "the wrong parameters, or the call raises; give the fake the op's exact signature",
+         "custom_ops"),
+    Rule("AGF402", "mutates-args-unknown", ERROR,
+         "A mutates_args entry names no Tensor parameter of the op.",
+         "`mutates_args` entry {entry} of op `{op}` {why}", "custom_ops"),
+    Rule("AGF403", "undeclared-mutation", ERROR,
+         "A custom op changes a Tensor parameter in place without declaring it.",
+         "op `{op}` changes its Tensor parameter `{param}` in place (`{how}`) without "
+         "declaring it in `mutates_args`: functionalization and torch.compile assume it "
+         "unchanged and may reorder or drop the write; declare it", "custom_ops"),
+    Rule("AGF404", "mutation-declared-unused", INFO,
+         "A custom op declares a parameter mutated and never writes it.",
+         "op `{op}` declares `{param}` mutated but never writes it: torch.compile clones it "
+         "for nothing", "custom_ops", default=False),
+    Rule("AGF405", "op-missing-fake", WARNING,
+         "A custom op that returns tensors has no fake registered in the scanned tree.",
+         "op `{op}` returns tensors but no fake is registered for it anywhere in the scanned "
+         "tree: torch.compile and torch.export fail (\"no fake impl registered\"); register "
+         "one with `register_fake`", "custom_ops"),
+    Rule("AGF406", "op-backward-gradient-count", ERROR,
+         "A custom op's registered backward returns fewer gradients than the op has inputs.",
+         "the backward registered for op `{op}` returns {got} gradient(s), but the op takes "
+         "{wanted} inputs {names}: every backward raises; return one gradient (or None) per "
+         "input", "custom_ops"),
+    Rule("AGF407", "op-setup-context-signature", ERROR,
+         "A registered setup_context does not take (ctx, inputs, output).",
+         "`{name}` is registered as setup_context with parameters ({got}), but torch calls it "
+         "with the keywords ({wanted}): every forward under autograd raises", "custom_ops"),
+    Rule("AGF408", "needs-input-grad-default", WARNING,
+         "ctx.needs_input_grad indexed at a parameter that has a default.",
+         "`ctx.needs_input_grad[{index}]` reads the flag of `{param}`, which has a default: "
+         "torch leaves trailing inputs equal to their defaults out of `needs_input_grad`, so "
+         "this raises IndexError when callers omit it; guard it with "
+         "`len(ctx.needs_input_grad) > {index}`", "custom_ops"),
+    Rule("AGF409", "fake-returns-input", WARNING,
+         "A custom op's fake returns one of its inputs or a view of it.",
+         "the fake `{fake}` returns its input `{param}` (or a view of it): an op's outputs "
+         "must be new tensors, and a compiled graph built on an aliasing fake is wrong; "
+         "return `torch.empty_like(...)` or `{param}.new_empty(...)`", "custom_ops"),
     # --- dynamic mode (`--dynamic`): found by running the Function ------------
     Rule("AGD001", "gradcheck-failed", ERROR,
          "gradcheck disagrees with backward, at the precision the Function computes in.",
@@ -436,7 +479,7 @@ RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in _RULES}
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(
     r.family for r in _RULES if r.family not in ("engine", "dynamic")))
 # Reported by directory scans only (`check DIR`): one file cannot show them.
-TREE_ONLY_CODES: frozenset[str] = frozenset({"AGF301"})
+TREE_ONLY_CODES: frozenset[str] = frozenset({"AGF301", "AGF405"})
 DYNAMIC_CODES: frozenset[str] = frozenset(r.code for r in _RULES if r.family == "dynamic")
 
 

@@ -1,6 +1,7 @@
 """Which files of a run can matter, decided from their byte scans.
 
-A file matters when it may define a custom Function (a class whose base is
+A file matters when it may define or register a custom operator (it
+mentions torch.library's words: scan.mentions_ops), or a custom Function (a class whose base is
 torch's Function, an alias of it, or a name already found to denote one: a
 fixpoint over every class header of the tree and the aliases of those names),
 may use one defined elsewhere (it imports such a name, or binds a module of
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .scan import FileScan, checks_gradients, class_headers
+from .scan import REGISTRATION_WORDS, FileScan, checks_gradients, class_headers
 
 if TYPE_CHECKING:
     from .model import ModuleNamer
@@ -186,7 +187,7 @@ def judge(scans: list[FileScan], *, references: bool, gradcheck: bool,
         aliases -= names
         new = headers.derived(aliases, names) | aliases
     frozen = frozenset(names)
-    defining = frozenset(scan.path for scan in scans if any(
+    defining = frozenset(scan.path for scan in scans if scan.ops or any(
         name in frozen for name, _ in scan.headers))
     referencing = frozenset(p for p in reach if p not in defining) if references \
         else frozenset()
@@ -482,6 +483,8 @@ def statement_keeper(relevance: Relevance, path: str,
         if words is not None and any(name in chunk for name in reachable) and \
                 words.search(chunk) is not None:
             return True
+        if REGISTRATION_WORDS.search(chunk) is not None:
+            return True  # a custom op's definition or registration (analysis/op_model.py)
         return relevance.gradcheck_wanted and checks_gradients(chunk, path)
 
     return keep

@@ -88,6 +88,7 @@ class FileScan(NamedTuple):
     imports: tuple[tuple[str, str], ...] = ()
     gradcheck: bool = False  # may check gradients (see checks_gradients)
     error: str | None = None  # the file could not be read
+    ops: bool = False  # may define or register custom operators (torch.library)
 
 
 def _occurrences(data: bytes, word: bytes):
@@ -213,7 +214,25 @@ def scan_bytes(path: str, data: bytes) -> FileScan:
         aliases=_aliases(data) if mentions else frozenset(),
         imports=_imports(data),
         gradcheck=checks_gradients(data, path),
+        ops=mentions_ops(data),
     )
+
+
+# Words one of which a file that defines or registers custom ops contains
+# (the op model, analysis/op_model.py, asks the same of a module).
+_OP_WORDS = (b"custom_op", b"triton_op", b"register_fake", b"register_autograd",
+             b"impl_abstract", b".define(", b"Library(")
+
+
+def mentions_ops(data: bytes) -> bool:
+    return b"torch" in data and any(word in data for word in _OP_WORDS)
+
+
+# A line that defines, registers or aliases an op names one of these (a
+# registration helper too: `direct_register_custom_op(..., fake_impl=...)`).
+REGISTRATION_WORDS = re.compile(r"custom_op|triton_op|register_fake|register_autograd|"
+                                r"impl_abstract|\.define\(|Library\(|\.impl\(|library\.impl|"
+                                r"mutates_args|fake_impl")
 
 
 def read_file(path: str) -> bytes | None:

@@ -4,7 +4,8 @@
 
 Downloads each pinned project from the package index (`pip download
 --no-deps`: the source distribution, else the wheel; the .py files are what
-matter), checks each unpacked tree with the default rules, and compares every
+matter), checks each unpacked tree with the default rules (the custom-op
+libraries, kind "ops", with the default custom-op rules only), and compares every
 finding with the adjudication committed in `benchmarks/ecosystem/verdicts.tsv`
 (a stable fingerprint of the finding, tp / fp / debatable, one line of why).
 
@@ -68,6 +69,10 @@ PROJECTS: list[tuple[str, str]] = [
     ("megatron-core==0.16.1", "training"),
     ("peft==0.21.2", "training"),
     ("sglang==0.5.10.post1", "inference"),
+    # Custom-operator libraries, checked with the custom-op rules (AGF4xx) only.
+    ("vllm==0.33.0", "ops"),
+    ("flashinfer-python==0.7.2.post1", "ops"),
+    ("transformer-engine==2.20.2", "ops"),
 ]
 
 VERDICT_KINDS = ("tp", "fp", "debatable")
@@ -97,14 +102,17 @@ def fingerprint(project: str, path: str, code: str, function: str, source_line: 
     return hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
-def lint(project: str, tree: Path) -> tuple[list[Found], int, str]:
+def lint(project: str, tree: Path, kind: str = "") -> tuple[list[Found], int, str]:
     """The default rules over one tree, as `check TREE --isolated` runs them
-    (one pass also lists the Functions found)."""
+    (one pass also lists the Functions found); the default custom-op rules
+    only for an "ops" project."""
     from autograd_lint.engine import SourceInput, lint_inputs
     from autograd_lint.files import iter_python_files
-    from autograd_lint.registry import default_codes
+    from autograd_lint.registry import default_codes, family_codes
 
     codes = default_codes()
+    if kind == "ops":
+        codes &= family_codes("custom_ops")
     inputs = [SourceInput(p, p, codes) for p in iter_python_files(tree, lambda p, d: False)]
     result = lint_inputs(inputs, scan_tree=True, functions=True)
     found: list[Found] = []
@@ -193,7 +201,7 @@ def main() -> None:
             continue
         tree = unpack(archive, args.dir / "src")
         name = requirement.split("==")[0]
-        items, functions, note = lint(name, tree)
+        items, functions, note = lint(name, tree, kind)
         found += items
         if kind == "kernel":
             kernel_functions += functions

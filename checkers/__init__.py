@@ -4,6 +4,7 @@ from __future__ import annotations
 from .arity import ArityChecker
 from .base import Checker, Reporter
 from .ctx_state import CtxStateChecker
+from .custom_ops import CustomOpsChecker
 from .differentiability import DifferentiabilityChecker
 from .inplace import InplaceChecker
 from .structure import StructureChecker
@@ -11,7 +12,7 @@ from .usage import UsageChecker
 
 CHECKERS: tuple[type[Checker], ...] = (
     CtxStateChecker, InplaceChecker, ArityChecker, StructureChecker, DifferentiabilityChecker,
-    UsageChecker,
+    UsageChecker, CustomOpsChecker,
 )
 
 __all__ = ["CHECKERS", "Checker", "Reporter"]

@@ -172,7 +172,7 @@ def test_more_specific_selector_wins_and_ignore_wins_ties() -> None:
 
 def test_opt_in_rules_need_their_exact_code_or_all() -> None:
     info = {c for c, r in RULES.items() if not r.default}
-    assert info == {"AGF202", "AGF302", "AGF303", "AGD015"}
+    assert info == {"AGF202", "AGF302", "AGF303", "AGF404", "AGD015"}
     for selectors in (["AGF"], ["AGF2"], ["AGF0", "AGF1", "AGF2", "AGF3"], ["AGF20"]):
         assert not resolve_codes([Selection(select=selectors)]) & info, selectors
         assert not resolve_codes([Selection(extend_select=selectors)]) & info, selectors

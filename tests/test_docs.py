@@ -14,7 +14,7 @@ from autograd_lint.registry import RULES
 
 from .helpers import DEFAULT_CODES, lint, lint_tree
 
-PROJECT_RULES = {"AGF301"}  # reported in tree scans only
+PROJECT_RULES = {"AGF301", "AGF405"}  # reported in tree scans only
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SECTIONS = ["## What it does", "## Why is this bad", "## Example", "## Use instead",

@@ -1,4 +1,6 @@
-"""Custom ops (torch.library): the arguments an op declares it mutates.
+"""Custom ops (torch.library): what an op declares, its parameters (with
+their tensor-ness, from annotations or its schema) and the arguments it
+mutates. The op model (op_model.py) builds on these.
 
 An op is declared by a decorated def (`@torch.library.custom_op("ns::op",
 mutates_args=("x",))`, also `triton_op`) or by a schema string given to
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..model import FunctionNode, ModuleInfo
-from .syntax import last_name, parameters_of
+from .syntax import last_name, parameters_of, schema_arguments
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -79,32 +81,60 @@ def declared_ops(module: ModuleInfo, project: Project | None) -> dict[str, Custo
 def _schema(text: str) -> tuple[str, CustomOp] | None:
     """"ns::name(Tensor(a!) x, Tensor y, *, int n=1) -> ()": the op's name,
     its parameters and those annotated as written (`!`)."""
+    parsed = parse_schema(text)
+    if parsed is None:
+        return None
+    name, parameters, written, _ = parsed
+    return name, CustomOp(tuple((p.name, p.position) for p in parameters), frozenset(written))
+
+
+@dataclass(frozen=True)
+class OpParameter:
+    name: str
+    position: int | None  # None: keyword-only
+    tensor: bool  # Tensor or Optional[Tensor]
+    tensor_list: bool  # list[Tensor] / Sequence[Tensor] / Tensor[]
+    has_default: bool
+    node: ast.AST | None = None  # the def's argument (None for schemas)
+    alias: str | None = None  # a schema's alias set: "a" for `Tensor(a) x`
+
+
+def parse_schema(text: str) -> tuple[str, list[OpParameter], set[str], bool] | None:
+    """"name(Tensor x, Tensor(a!) y, *, int n=1) -> Tensor": the name, the
+    parameters, those marked written (`!`), whether it returns tensors. (The
+    alias sets the returns name: `return_aliases`.)"""
     name, paren, rest = text.partition("(")
     if not paren or "->" not in rest:
         return None
-    name = name.strip().split(".")[0]  # an overload name ("name.out") is not part of the op
-    arguments = rest.rsplit("->", 1)[0].strip().removesuffix(")")
-    parameters: list[tuple[str, int | None]] = []
-    mutated: set[str] = set()
-    depth, current, pieces = 0, "", []
-    for char in arguments:
-        depth += char in "([" and 1 or 0
-        depth -= char in ")]" and 1 or 0
-        if char == "," and depth == 0:
-            pieces.append(current)
-            current = ""
-        else:
-            current += char
-    pieces.append(current)
+    returns = rest.rpartition("->")[2]
+    parameters: list[OpParameter] = []
+    written: set[str] = set()
     keyword_only = False
-    for piece in (p.strip() for p in pieces):
+    for piece in schema_arguments(text):
         if piece == "*":
             keyword_only = True
             continue
-        words = piece.split("=")[0].split()
+        declaration, _, default = piece.partition("=")
+        words = declaration.split()
         if len(words) < 2:
             continue
-        parameters.append((words[-1], None if keyword_only else len(parameters)))
-        if "!" in " ".join(words[:-1]):
-            mutated.add(words[-1])
-    return name, CustomOp(tuple(parameters), frozenset(mutated))
+        kind = "".join(words[:-1])
+        base = kind.split("(")[0]
+        alias = kind.split("(", 1)[1].split(")", 1)[0].rstrip("!") if "(" in kind else None
+        parameters.append(OpParameter(
+            words[-1], None if keyword_only else len(parameters),
+            base.startswith("Tensor") and "[]" not in kind,
+            base.startswith("Tensor") and "[]" in kind, bool(default.strip()), alias=alias))
+        if "!" in kind:
+            written.add(words[-1])
+    return name.strip().split(".")[0], parameters, written, "Tensor" in returns
+
+
+def return_aliases(schema: str) -> frozenset[str]:
+    """The alias sets a schema's returns name: {"a"} for `-> Tensor(a)`."""
+    returns = schema.rpartition("->")[2]
+    found, rest = set(), returns
+    while "Tensor(" in rest:
+        rest = rest.split("Tensor(", 1)[1]
+        found.add(rest.split(")", 1)[0].rstrip("!"))
+    return frozenset(found)

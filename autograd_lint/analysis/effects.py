@@ -117,6 +117,11 @@ class Effects:
         return Summary(ast.unparse(target), kernel, writes, effect.result,
                        tuple(parameters_of(node)), effect.leaves)
 
+    def callee(self, target: ast.Name | ast.Attribute, scope: Scope,
+               module: ModuleInfo) -> tuple[FunctionNode, ModuleInfo] | None:
+        """The def a called (or passed) name denotes, across the project."""
+        return self._callee(target, scope, module)
+
     def _callee(self, target: ast.Name | ast.Attribute, scope: Scope,
                 module: ModuleInfo) -> tuple[FunctionNode, ModuleInfo] | None:
         qualified = None

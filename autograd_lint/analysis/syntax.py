@@ -74,3 +74,20 @@ def parameters_of(node: FunctionNode) -> list[tuple[str, int | None]]:
     found: list[tuple[str, int | None]] = [(a.arg, i) for i, a in enumerate(positional)]
     found += [(a.arg, None) for a in node.args.kwonlyargs]
     return found
+
+
+def schema_arguments(schema: str) -> list[str]:
+    """The argument declarations of an op schema, "name(Tensor(a!) x, int[]
+    n=[1, 2]) -> ()": ["Tensor(a!) x", "int[] n=[1, 2]"] (commas inside
+    brackets do not split)."""
+    arguments = schema.partition("(")[2].rpartition("->")[0].strip().removesuffix(")")
+    pieces, depth, current = [], 0, ""
+    for char in arguments:
+        depth += 1 if char in "([" else -1 if char in ")]" else 0
+        if char == "," and depth == 0:
+            pieces.append(current)
+            current = ""
+        else:
+            current += char
+    pieces.append(current)
+    return [piece.strip() for piece in pieces if piece.strip()]
