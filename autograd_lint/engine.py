@@ -376,9 +376,9 @@ FUNCTION_WORD = "Function"
 
 def _may_matter(text: str) -> bool:
     """Whether a lone module may define a Function or a custom op."""
-    from .scan import mentions_ops
+    from .scan import text_mentions_ops
 
-    return FUNCTION_WORD in text or mentions_ops(text.encode("utf-8", "surrogatepass"))
+    return FUNCTION_WORD in text or text_mentions_ops(text)
 
 
 def lint_source(source: str | bytes, path: str = "<string>",

@@ -218,21 +218,22 @@ def scan_bytes(path: str, data: bytes) -> FileScan:
     )
 
 
-# Words one of which a file that defines or registers custom ops contains
-# (the op model, analysis/op_model.py, asks the same of a module).
-_OP_WORDS = (b"custom_op", b"triton_op", b"register_fake", b"register_autograd",
-             b"impl_abstract", b".define(", b"Library(")
-
-
-def mentions_ops(data: bytes) -> bool:
-    return b"torch" in data and any(word in data for word in _OP_WORDS)
-
-
-# A line that defines, registers or aliases an op names one of these (a
-# registration helper too: `direct_register_custom_op(..., fake_impl=...)`).
+# A line that defines, registers or aliases a custom op names one of these
+# (a registration helper too: `direct_register_custom_op(..., fake_impl=...)`);
+# a file that names one, and torch, may define or register ops.
 REGISTRATION_WORDS = re.compile(r"custom_op|triton_op|register_fake|register_autograd|"
                                 r"impl_abstract|\.define\(|Library\(|\.impl\(|library\.impl|"
                                 r"mutates_args|fake_impl")
+_REGISTRATION_BYTES = re.compile(REGISTRATION_WORDS.pattern.encode())
+
+
+def mentions_ops(data: bytes) -> bool:
+    return b"torch" in data and _REGISTRATION_BYTES.search(data) is not None
+
+
+def text_mentions_ops(text: str) -> bool:
+    """`mentions_ops` of a decoded text (no encoding on the way)."""
+    return "torch" in text and REGISTRATION_WORDS.search(text) is not None
 
 
 def read_file(path: str) -> bytes | None:

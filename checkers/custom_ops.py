@@ -19,7 +19,7 @@ from autograd_lint.analysis.op_model import (
     module_ops,
     ops_index,
 )
-from autograd_lint.analysis.syntax import rebound_names
+from autograd_lint.analysis.syntax import assigned_names, own_nodes
 from autograd_lint.analysis.torch_api import VIEW_ATTRIBUTES, VIEW_METHODS
 from autograd_lint.model import FunctionNode, ModuleInfo
 
@@ -60,9 +60,8 @@ class CustomOpsChecker(Checker):
             self._writes(op, op.impl)
         index = ops_index(self.project)
         if self.enabled("AGF405") and self.project.scan_tree and op.kind != "triton_op" and \
-                op.returns_tensor and not op.fakes and op.qualified is not None and \
-                not index.dynamic_fakes and \
-                op.qualified.split("::", 1)[-1] not in index.fake_names:
+                op.returns_tensor and \
+                not index.may_have_fake(op, self.project.root_of(op.module.path)):
             self.reporter.add("AGF405", op.anchor, op=op.qualified)
 
     def _mutates_entries(self, op: Op) -> None:
@@ -113,7 +112,7 @@ class CustomOpsChecker(Checker):
         if self.enabled("AGF409"):
             args = fake.node.args
             parameters = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-            parameters -= _rebound(fake.node)  # `x = x.to(dtype)`: a new tensor by then
+            parameters -= assigned_names(fake.node)  # `x = x.to(dtype)`: a new tensor then
             for node in _own_returns(fake.node):
                 aliased = _aliased_parameter(node.value, parameters)
                 if aliased is not None and not _declared_alias(op, aliased):
@@ -246,17 +245,7 @@ def _signature_difference(parameters: list[OpParameter], fake: FunctionNode) -> 
 
 def _own_returns(node: FunctionNode) -> list[ast.Return]:
     """The returns of a def's own body (not of nested defs or lambdas)."""
-    found: list[ast.Return] = []
-    stack: list[ast.AST] = list(node.body)
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ast.Return):
-            found.append(current)
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(current))
-    return found
+    return [n for n in own_nodes(node) if isinstance(n, ast.Return)]
 
 
 def _aliased_parameter(value: ast.expr | None, parameters: set[str]) -> str | None:
@@ -289,17 +278,6 @@ def _unpacked(elements: list[ast.expr], parameters: list[OpParameter]
         return []
     return [*zip(elements[:star], parameters, strict=False),
             *zip(tail, parameters[len(parameters) - len(tail):], strict=False)]
-
-
-def _rebound(node: FunctionNode) -> set[str]:
-    """Names a def's body assigns."""
-    found: set[str] = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Assign):
-            found.update(rebound_names(sub.targets))
-        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)):
-            found.update(rebound_names([sub.target]))
-    return found
 
 
 def _declared_alias(op: Op, name: str) -> bool:

@@ -319,3 +319,23 @@ def test_what_torch_itself_does_right_stays_silent() -> None:
         def _cat(xs, dim, out):
             torch.cat(xs, dim, out=out)
     ''') == set()
+
+
+def test_projects_side_by_side_register_their_own_fakes(tmp_path: Path) -> None:
+    """A fake registered under a run-time name turns AGF405 off for its own
+    project only; another project scanned beside it keeps the finding."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "pyproject.toml").write_text("[project]\nname = 'a'\n")
+    (tmp_path / "b" / "pyproject.toml").write_text("[project]\nname = 'b'\n")
+    found = tree(tmp_path, {
+        "a/registry.py": '''
+            def register(name):
+                return torch.library.register_fake(name)
+        ''',
+        "b/ops.py": '''
+            @torch.library.custom_op("b::double", mutates_args=())
+            def double(x: Tensor) -> Tensor:
+                return x * 2
+        '''})
+    assert found == {("ops.py", 5, "AGF405")}

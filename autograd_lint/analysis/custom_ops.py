@@ -36,14 +36,20 @@ def _custom_op_decorator(node: FunctionNode) -> ast.Call | None:
                  and last_name(d.func) in _CUSTOM_OP_DECORATORS), None)
 
 
+def mutates_entries(node: ast.expr) -> list[tuple[str, ast.expr]]:
+    """The string entries of a `mutates_args=(...)` display, with their nodes."""
+    if not isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return []
+    return [(e.value, e) for e in node.elts
+            if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+
+
 def declared_mutations(node: FunctionNode) -> frozenset[str]:
     """`@torch.library.custom_op("ns::op", mutates_args=("x",))`: {"x"}."""
     decorator = _custom_op_decorator(node)
     for keyword in decorator.keywords if decorator is not None else ():
-        if keyword.arg == "mutates_args" and \
-                isinstance(keyword.value, (ast.Tuple, ast.List, ast.Set)):
-            return frozenset(e.value for e in keyword.value.elts
-                             if isinstance(e, ast.Constant) and isinstance(e.value, str))
+        if keyword.arg == "mutates_args":
+            return frozenset(name for name, _ in mutates_entries(keyword.value))
     return frozenset()
 
 

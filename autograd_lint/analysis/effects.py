@@ -100,7 +100,7 @@ class Effects:
             qualified = scope.resolve(target)
             if qualified is not None and qualified.startswith("torch.ops."):
                 return self._custom_op_call(target, qualified, module)
-        found = self._callee(target, scope, module)
+        found = self.callee(target, scope, module)
         if found is None:
             return None
         node, owner = found
@@ -120,10 +120,6 @@ class Effects:
     def callee(self, target: ast.Name | ast.Attribute, scope: Scope,
                module: ModuleInfo) -> tuple[FunctionNode, ModuleInfo] | None:
         """The def a called (or passed) name denotes, across the project."""
-        return self._callee(target, scope, module)
-
-    def _callee(self, target: ast.Name | ast.Attribute, scope: Scope,
-                module: ModuleInfo) -> tuple[FunctionNode, ModuleInfo] | None:
         qualified = None
         if isinstance(target, ast.Name):
             found, bound = scope.lookup(target.id)

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..model import FunctionNode, parameter_defaults
-from .syntax import rebound_names
+from .syntax import assigned_names
 
 # A parameter's literal value at one call: a constant, or a tuple of constants.
 Binding = dict[str, object]
@@ -46,26 +46,8 @@ def statement_guards(node: FunctionNode, parameters: set[str]) -> dict[int, Path
     that enclose it: `if` / `elif` / `else` branches, and the statements after
     an `if` whose body always leaves the function (`if mode == "x": return`)."""
     found: dict[int, Path] = {}
-    _guard_block(node.body, (), parameters - _rebound(node), found)
+    _guard_block(node.body, (), parameters - assigned_names(node), found)
     return found
-
-
-def _rebound(node: FunctionNode) -> set[str]:
-    """Names the body assigns: a test of a rebound parameter is no longer a
-    test of the argument."""
-    names: set[str] = set()
-    for inner in ast.walk(node):
-        targets: list[ast.expr] = []
-        if isinstance(inner, ast.Assign):
-            targets = inner.targets
-        elif isinstance(inner, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
-            targets = [inner.target]
-        elif isinstance(inner, ast.NamedExpr):
-            targets = [inner.target]
-        elif isinstance(inner, ast.withitem) and inner.optional_vars is not None:
-            targets = [inner.optional_vars]
-        names.update(rebound_names(targets))
-    return names
 
 
 def _guard_block(statements: list[ast.stmt], path: Path, parameters: set[str],

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..model import FunctionNode, ModuleInfo, Scope
-from ..scan import REGISTRATION_WORDS
-from .custom_ops import OpParameter, parse_schema, return_aliases
+from ..scan import REGISTRATION_WORDS, text_mentions_ops
+from .custom_ops import OpParameter, mutates_entries, parse_schema, return_aliases
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -80,19 +80,20 @@ class Op:
 
 @dataclass
 class OpsIndex:
-    """A project's ops, and the registrations made for them anywhere."""
+    """The scanned projects' ops, and the registrations made for them. Names
+    pair within one project (files.ProjectRoots): projects side by side in
+    one scan register their own ops."""
 
     ops: list[Op] = field(default_factory=list)
-    fake_names: set[str] = field(default_factory=set)  # ops with a fake somewhere
-    dynamic_fakes: bool = False  # some fake is registered under a name built at run time
-    modules_with_ops: set[str] = field(default_factory=set)
+    # (project root, op name) of the ops with a fake (or a composite impl).
+    fake_names: set[tuple[str | None, str]] = field(default_factory=set)
+    # Projects that register a fake under a name built at run time.
+    dynamic_fakes: set[str | None] = field(default_factory=set)
 
-
-def mentions_ops(source: str) -> bool:
-    """Whether a module may define or register ops (the scan's test)."""
-    from ..scan import mentions_ops as bytes_mention_ops
-
-    return bytes_mention_ops(source.encode("utf-8", "surrogatepass"))
+    def may_have_fake(self, op: Op, root: str | None) -> bool:
+        """Whether a fake for `op` may be registered in its project."""
+        return bool(op.fakes) or root in self.dynamic_fakes or op.qualified is None or \
+            (root, _normal(op.qualified)) in self.fake_names
 
 
 # ---------------------------------------------------------------------------
@@ -178,7 +179,7 @@ class _ModuleOps:
         if isinstance(node, ast.Name):
             found, bound = self.scope.lookup(node.id)
             if found and bound is None:
-                definition = _module_def(self.module, node.id)
+                definition = self.module.defs.get(node.id)
                 if definition is not None:
                     return Registration(definition, self.module)
             if not found:
@@ -456,20 +457,11 @@ def _mutates(node: ast.expr | None) -> tuple[list[tuple[str, ast.AST]] | None, a
     if node is None:
         return [], None
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        entries = [(e.value, e) for e in node.elts
-                   if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        entries: list[tuple[str, ast.AST]] = list(mutates_entries(node))
         return (entries if len(entries) == len(node.elts) else None), node
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return (None if node.value == "unknown" else [(node.value, node)]), node
     return None, node
-
-
-def _module_def(module: ModuleInfo, name: str) -> FunctionNode | None:
-    for statement in module.tree.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                statement.name == name:
-            return statement
-    return None
 
 
 def _bind(call: ast.Call, node: FunctionNode) -> dict[str, ast.expr]:
@@ -527,7 +519,7 @@ def wrapper_roles(node: FunctionNode, module: ModuleInfo,
 # ---------------------------------------------------------------------------
 def module_ops(module: ModuleInfo, project: Project | None) -> _ModuleOps | None:
     """The ops and registrations of one module (None when it mentions none)."""
-    if not mentions_ops(module.source):
+    if not text_mentions_ops(module.source):
         return None
     cache = project.cache.setdefault("module_ops", {}) if project is not None else {}
     key = id(module)
@@ -543,7 +535,7 @@ def module_ops(module: ModuleInfo, project: Project | None) -> _ModuleOps | None
 
 def ops_index(project: Project) -> OpsIndex:
     """Every op of the scanned modules, with the fakes and autograd
-    registrations made for it in any of them."""
+    registrations made for it in any module of its project."""
     index = project.cache.get("ops_index")
     if isinstance(index, OpsIndex):
         return index
@@ -552,35 +544,34 @@ def ops_index(project: Project) -> OpsIndex:
     if isinstance(names, list):
         project.load_modules(names)  # a run in parts: the other parts' op modules too
     found = [m for m in (module_ops(module, project) for module in project.all_modules()) if m]
-    by_key: dict[str, list[Op]] = {}
+    by_key: dict[tuple[str | None, str], list[Op]] = {}
     for collected in found:
+        root = project.root_of(collected.module.path)
         for op in collected.ops:
             index.ops.append(op)
-            index.modules_with_ops.add(op.module.path)
             if op.qualified is not None:
-                by_key.setdefault(op.qualified, []).append(op)
+                by_key.setdefault((root, op.qualified), []).append(op)
                 if not op.qualified.startswith("::"):
-                    by_key.setdefault(f"::{_normal(op.qualified)}", []).append(op)
+                    by_key.setdefault((root, f"::{_normal(op.qualified)}"), []).append(op)
             if op.python_name is not None:
-                by_key.setdefault(f"{collected.module.path}={op.python_name}", []).append(op)
+                by_key.setdefault((root, f"{collected.module.path}={op.python_name}"),
+                                  []).append(op)
     for collected in found:
-        path = collected.module.path
-        index.dynamic_fakes = index.dynamic_fakes or collected.dynamic_fakes
-        index.fake_names |= {_normal(key) for key in collected.traceable}
+        path, root = collected.module.path, project.root_of(collected.module.path)
+        if collected.dynamic_fakes:
+            index.dynamic_fakes.add(root)
+        index.fake_names |= {(root, _normal(key)) for key in collected.traceable}
         for key, fake in collected.fakes:
-            for op in _targets(by_key, key, path):
+            for op in _targets(by_key, root, key, path):
                 op.fakes.append(fake)
-            index.fake_names.add(_normal(key))
+            index.fake_names.add((root, _normal(key)))
         for key, registration in collected.impls:
-            for op in _targets(by_key, key, path):
+            for op in _targets(by_key, root, key, path):
                 if op.impl is None:
                     op.impl = registration
         for key, call, backward, setup in collected.autograds:
-            for op in _targets(by_key, key, path):
+            for op in _targets(by_key, root, key, path):
                 op.autograd.append((call, backward, setup))
-    for op in index.ops:
-        if op.fakes and op.qualified is not None:
-            index.fake_names.add(_normal(op.qualified))
     project.cache["ops_index"] = index
     return index
 
@@ -590,14 +581,16 @@ def _normal(key: str) -> str:
     return key.split("::", 1)[-1] if "::" in key else key
 
 
-def _targets(by_key: dict[str, list[Op]], key: str, path: str) -> list[Op]:
-    """The ops a registration key names: by Python name in its module, by
-    "ns::name", or by name ("::name": a Library's namespace not known)."""
+def _targets(by_key: dict[tuple[str | None, str], list[Op]], root: str | None, key: str,
+             path: str) -> list[Op]:
+    """The ops of project `root` a registration key names: by Python name in
+    its module, by "ns::name", or by name ("::name": a Library's namespace
+    not known). A registration that names a namespace is not matched to an
+    op whose namespace is not known: `_C::marlin_gemm` is not `vllm::marlin_gemm`."""
     if key.startswith("="):
-        return by_key.get(f"{path}{key}", [])
-    # A registration that names a namespace is not matched to an op whose
-    # namespace is not known: `_C::marlin_gemm` is not `vllm::marlin_gemm`.
-    return by_key.get(key, [])
+        return by_key.get((root, f"{path}{key}"), [])
+    return by_key.get((root, key), [])
+
 
 
 def body_writes(impl: Registration, project: Project | None) -> list[tuple[str, ast.AST]]:

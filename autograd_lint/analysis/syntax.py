@@ -91,3 +91,21 @@ def schema_arguments(schema: str) -> list[str]:
             current += char
     pieces.append(current)
     return [piece.strip() for piece in pieces if piece.strip()]
+
+
+def assigned_names(node: ast.AST) -> set[str]:
+    """Names a def's body assigns (`=`, `+=`, `for`, `:=`, `with ... as`): a
+    parameter among them no longer holds its argument everywhere."""
+    names: set[str] = set()
+    for inner in ast.walk(node):
+        targets: list[ast.expr] = []
+        if isinstance(inner, ast.Assign):
+            targets = inner.targets
+        elif isinstance(inner, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            targets = [inner.target]
+        elif isinstance(inner, ast.NamedExpr):
+            targets = [inner.target]
+        elif isinstance(inner, ast.withitem) and inner.optional_vars is not None:
+            targets = [inner.optional_vars]
+        names.update(rebound_names(targets))
+    return names

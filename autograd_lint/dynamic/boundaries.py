@@ -33,7 +33,7 @@ from .errors import first_line
 from .gradcheck import run_gradcheck
 from .inputs import Inputs
 from .isolation import PROBE_SECONDS, run_isolated
-from .probing import fresh, unit_backward
+from .probing import fresh, identical, unit_results
 from .target import Target
 from .verdicts import gradcheck_failure
 
@@ -141,26 +141,11 @@ def _check_variant(target: Target, variant: Inputs, note: str) -> None:
 def _works(target: Target, inputs: Inputs) -> bool:
     """forward and backward run, twice alike, with finite results."""
     try:
-        first, second = (_flat(_results(target, inputs)) for _ in range(2))
+        first, second = ([*outputs, *grads] for outputs, grads in
+                         (unit_results(target, inputs.args) for _ in range(2)))
     except Exception:
         return False
-    return _alike(first, second) and all(bool(torch.isfinite(t).all()) for t in first)
-
-
-def _results(target: Target, inputs: Inputs) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """forward's differentiable outputs and the gradients of a unit backward."""
-    outputs, _, grads = unit_backward(target, fresh(inputs.args))
-    return ([t.detach() for t in outputs],
-            [t.detach() for t in grads if t is not None and t.is_floating_point()])
-
-
-def _flat(results: tuple[list[torch.Tensor], list[torch.Tensor]]) -> list[torch.Tensor]:
-    return [*results[0], *results[1]]
-
-
-def _alike(first: list[torch.Tensor], second: list[torch.Tensor]) -> bool:
-    return len(first) == len(second) and all(
-        a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, second, strict=True))
+    return identical(first, second) and all(bool(torch.isfinite(t).all()) for t in first)
 
 
 def _check_strided(target: Target, inputs: Inputs) -> None:
@@ -176,13 +161,14 @@ def _check_strided(target: Target, inputs: Inputs) -> None:
         strided = tensor.detach().transpose(-1, -2).contiguous().transpose(-1, -2)
         args[i] = strided.requires_grad_(tensor.requires_grad)
     try:
-        contiguous = _results(target, inputs)
-        again = _results(target, inputs)
-        transposed = _results(target, Inputs(tuple(args), inputs.names, inputs.source))
+        contiguous = unit_results(target, inputs.args)
+        again = unit_results(target, inputs.args)
+        transposed = unit_results(target, tuple(args))
     except Exception:
         return  # a kernel that refuses non-contiguous inputs says so: no verdict
-    if not _alike(_flat(contiguous), _flat(again)) or \
-            [t.shape for t in _flat(contiguous)] != [t.shape for t in _flat(transposed)]:
+    if not identical([*contiguous[0], *contiguous[1]], [*again[0], *again[1]]) or \
+            [t.shape for part in contiguous for t in part] != \
+            [t.shape for part in transposed for t in part]:
         return
     rtol = target.precision.close_rtol  # two computations of the same values
     for what, ours, theirs in (("an output", contiguous[0], transposed[0]),

@@ -21,7 +21,15 @@ from .errors import (
 )
 from .inputs import Inputs, Synthesis, declared, float_tensor, recorded
 from .precision import HALF, LADDER, dtype_of
-from .probing import differentiable_outputs, first_forward, fresh, tensors_of, unit_backward
+from .probing import (
+    differentiable_outputs,
+    first_forward,
+    fresh,
+    identical,
+    tensors_of,
+    unit_backward,
+    unit_results,
+)
 from .target import Target
 
 _DTYPE_WORDS = re.compile(r"bf16|bfloat16|fp16|float16|half|fp32|float32|\bfloat\b|Float\b|"
@@ -162,16 +170,12 @@ def _half(inputs: Inputs) -> bool:
 def _repeatable(target: Target, candidate: Inputs) -> bool:
     """Whether forward and backward give the same results twice: a guessed
     shape a kernel does not fully cover leaves `torch.empty` memory in them."""
-    def run() -> list[torch.Tensor]:
-        outputs, _, grads = unit_backward(target, fresh(candidate.args))
-        return [t.detach() for t in (*outputs, *grads) if t is not None]
-
     try:
-        first, second = run(), run()
+        first, second = ([*outputs, *grads] for outputs, grads in
+                         (unit_results(target, candidate.args) for _ in range(2)))
     except Exception:
         return True  # not this probe's to judge
-    return len(first) == len(second) and all(
-        a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, second, strict=True))
+    return identical(first, second)
 
 
 def _ignores_excess(target: Target, candidate: Inputs, index: int,
@@ -194,8 +198,7 @@ def _ignores_excess(target: Target, candidate: Inputs, index: int,
             after = tensors_of(target.apply(*fresh(candidate.with_arg(index, changed).args)))
     except Exception:
         return False
-    return len(before) == len(after) and all(
-        a.shape == b.shape and torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    return identical(before, after)
 
 
 def _forward_on_ladder(target: Target, candidate: Inputs, synthesis: Synthesis | None = None

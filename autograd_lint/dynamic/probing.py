@@ -61,3 +61,17 @@ def first_forward(target: Target, args: tuple[Any, ...]) -> Any:
             raise
     target.copy_leaves = True
     return target.apply(*fresh(args))
+
+
+def unit_results(target: Target, args: tuple[Any, ...]
+                 ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """`unit_backward` on fresh copies of `args`: forward's differentiable
+    outputs and the gradients, detached (what two runs are compared by)."""
+    outputs, _, grads = unit_backward(target, fresh(args))
+    return [t.detach() for t in outputs], [t.detach() for t in grads if t is not None]
+
+
+def identical(first: list[torch.Tensor], second: list[torch.Tensor]) -> bool:
+    """Two runs' tensors, equal element for element."""
+    return len(first) == len(second) and all(
+        a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, second, strict=True))
