@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .engine_incremental import _Incremental
-from .engine_io import FunctionTarget, LintResult, SourceInput, _describe, _target
+from .engine_io import FunctionTarget, LintResult, SourceInput, _describe, _op_target, _target
 from .engine_parse import HUGE_BYTES, SPARSE_MIN_BYTES, ParsedFile, _module, _Parsing
 from .engine_parts import PartResult, _Parts
 from .engine_scope import ScanTable, _Scope
@@ -88,6 +88,19 @@ def check_module(module: ModuleInfo, project: Project, codes: frozenset[str]) ->
     # Function's findings silently dropped.
     _with_room_to_recurse(check)
     return reporter.findings
+
+
+def _op_targets(source: SourceInput, module: ModuleInfo,
+                project: Project) -> list[FunctionTarget]:
+    """The custom ops a module defines, for the dynamic mode (their autograd
+    registrations may be made in other modules of the project)."""
+    if module.module_name == "__main__":
+        return []
+    from .analysis.op_model import module_ops, ops_index
+
+    if module_ops(module, project) is None:
+        return []
+    return [_op_target(source, op) for op in ops_index(project).ops if op.module is module]
 
 
 # The rules recurse with the code, a frame or two per level of an
@@ -366,6 +379,8 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
                     target = _target(entry.source, fn, self.project)
                     if target is not None:
                         self.result.functions.append(target)
+                self.result.functions.extend(
+                    _op_targets(entry.source, entry.module, self.project))
         self._file_findings[entry.source.path] = findings
 
 

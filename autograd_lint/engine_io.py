@@ -74,6 +74,10 @@ class FunctionTarget:
     # never guesses a number for them.
     tensor_inputs: tuple[str, ...] = ()
     legacy: bool = False  # forward is an instance method (pre-1.3 style)
+    # A custom op instead of a Function: its name ("ns::name"; "::name" when
+    # the Library's namespace is not known statically), checked by opcheck.
+    op: str | None = None
+    op_autograd: bool = False  # an autograd formula is registered for it
 
     @property
     def key(self) -> str:
@@ -125,6 +129,24 @@ def _target(source: SourceInput, fn: object, project: Project) -> FunctionTarget
         tensor_inputs=tuple(sorted(name for name in facts.inputs if facts.input_is_tensor(name))),
         legacy=forward is not None and forward.node is not None and not forward.is_static
         and not forward.is_classmethod)
+
+
+def _op_target(source: SourceInput, op: object) -> FunctionTarget:
+    """A custom op the dynamic mode can import and opcheck."""
+    from .analysis.op_model import Op
+
+    assert isinstance(op, Op)
+    module = op.module
+    name = op.qualified or ""
+    qualname = op.python_name or name.rpartition("::")[2] or "<op>"
+    line = getattr(op.anchor, "lineno", 1)
+    return FunctionTarget(
+        path=source.path, display=source.display, module=module.module_name,
+        import_root=module.import_root or os.path.dirname(os.path.abspath(source.path)),
+        qualname=qualname, line=line, end_line=getattr(op.anchor, "end_lineno", None) or line,
+        once_differentiable=False, has_jvp=False, has_vmap=False,
+        skip_reason=None if op.qualified else "its name is built at run time",
+        op=op.qualified, op_autograd=bool(op.autograd))
 
 
 def _describe(exc: BaseException) -> str:

@@ -6,17 +6,18 @@
 
 `--autograd-gradcheck` is a flag: the Functions checked are those under the
 paths given to pytest (`--autograd-gradcheck-path PATH`, or the ini option
-`autograd_gradcheck_paths`, choose others). Each item runs the checks of
-RULES.md's dynamic rules for one Function in a child process (so a hang is a
-timeout and a crash is a failure, not a dead test run); it fails with the AGD
-findings, and is skipped, with the reason, when the Function could not be
-checked (AGD900).
+`autograd_gradcheck_paths`, choose others); each custom op there gets an
+`opcheck[ns::name]` item (torch.library.opcheck, the compiled comparison).
+Each item runs the checks of RULES.md's dynamic rules for one Function or
+op in a child process (so a hang is a timeout and a crash is a failure, not
+a dead test run); it fails with the AGD findings, and is skipped, with the
+reason, when it could not be checked (AGD900).
 
-`--autograd-record` observes `torch.autograd.Function.apply` while the tests
-run and writes a few distinct calls per Function to recorded-calls.json in
-the cache directory (or `--autograd-record-file FILE`); the dynamic mode
-rebuilds its inputs from them. Registered through the `pytest11` entry point;
-nothing happens unless an option is given.
+`--autograd-record` observes `torch.autograd.Function.apply` and custom ops
+while the tests run and writes a few distinct calls per Function and op to
+recorded-calls.json in the cache directory (or `--autograd-record-file
+FILE`); the dynamic mode rebuilds its inputs from them. Registered through
+the `pytest11` entry point; nothing happens unless an option is given.
 """
 from __future__ import annotations
 
@@ -95,9 +96,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         # Two classes of one name in a file: the line tells their tests apart.
         label = target.qualname if shared[target.display, target.qualname] == 1 \
             else f"{target.qualname}@{target.line}"
+        if target.op:
+            label = target.op
+        kind = "opcheck" if target.op else "gradcheck"  # a custom op: torch.library.opcheck
         items.append(GradcheckItem.from_parent(
-            session, name=f"gradcheck[{label}]",
-            nodeid=f"{_node_path(target.path, config)}::gradcheck[{label}]", target=target))
+            session, name=f"{kind}[{label}]",
+            nodeid=f"{_node_path(target.path, config)}::{kind}[{label}]", target=target))
 
 
 def _node_path(path: str, config: pytest.Config) -> str:
@@ -177,4 +181,6 @@ class GradcheckItem(pytest.Item):
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int, str]:
+        if self.target.op:
+            return self.path, self.target.line - 1, f"opcheck {self.target.op}"
         return self.path, self.target.line - 1, f"gradcheck {self.target.qualname}"

@@ -467,6 +467,15 @@ _RULES = _RULES + (
          "({detail}): its gradient is silently zero; return its gradient, or turn AGD015 off "
          "where that input is never differentiated (a loss target, a cos/sin table)",
          "dynamic", default=False),
+    Rule("AGD016", "opcheck-failed", ERROR,
+         "torch.library.opcheck fails for a custom op on its recorded or synthesized inputs.",
+         "`torch.library.opcheck` fails {test} ({on}): {detail}", "dynamic"),
+    Rule("AGD017", "compile-gradient-mismatch", ERROR,
+         "Outputs or gradients under torch.compile(backend=\"aot_eager\") differ from eager.",
+         "under `torch.compile(backend=\"aot_eager\")` the {what} differ from eager ({detail}, "
+         "in {precision}): the compiled graph computes something else than the code runs "
+         "eagerly (a `torch.compiler.is_compiling()` path, state read while tracing)",
+         "dynamic"),
     Rule("AGD900", "not-checked", WARNING,
          "The dynamic checks could not run: import failed, no inputs, timeout, crash.",
          "not checked dynamically: {reason}", "dynamic"),

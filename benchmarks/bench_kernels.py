@@ -1,14 +1,18 @@
-"""The dynamic mode on real kernel libraries: how many Functions get a verdict.
+"""The dynamic mode on real kernel libraries: how many Functions and custom ops
+get a verdict.
 
     pip install liger-kernel fla-core triton packaging einops --no-deps   # beside torch
-    python benchmarks/bench_kernels.py [--device cpu] [--recorded FILE] [PACKAGE.SUB | DIR ...]
+    python benchmarks/bench_kernels.py [--device cpu] [--recorded FILE] [--ops]
+                                       [PACKAGE.SUB | DIR ...]
 
 For each package (default: `liger_kernel.ops` and `fla.ops`) or folder (an
 unpacked source tree, e.g. `mamba_ssm/ops/triton` of an sdist), runs `check
 --dynamic --select AGD` over its source with nothing set by hand and prints
-the Functions found, how many got a verdict (were checked: no AGD900), the
+the Functions and custom ops found, how many got a verdict (were checked:
+no AGD900 but for a probe that could not run here), the
 findings by code, the reasons for AGD900 (most common first) and the wall
-time. On a CPU, Triton kernels run through Triton's interpreter. Not a CI
+time. On a CPU, Triton kernels run through Triton's interpreter. `--ops`
+keeps the files that define custom ops (opcheck's coverage). Not a CI
 test: the packages are downloads CI does not make.
 """
 from __future__ import annotations
@@ -46,14 +50,32 @@ def python_files(paths: list[str]) -> list[str]:
     return found
 
 
-def count_functions(paths: list[str]) -> int:
-    """The Functions `check --dynamic` looks at (static discovery, no import)."""
+def targets(paths: list[str]) -> dict[tuple[str, int], str]:
+    """What `check --dynamic` looks at (static discovery, no import): by
+    (file, line), "Function" or "op"."""
     from autograd_lint.engine import SourceInput, lint_inputs
     from autograd_lint.registry import DYNAMIC_CODES
 
     files = python_files(paths)
     result = lint_inputs([SourceInput(p, p, DYNAMIC_CODES) for p in files], functions=True)
-    return len(result.functions)
+    return {(t.display, t.line): "op" if getattr(t, "op", None) else "Function"
+            for t in result.functions}
+
+
+def op_files(paths: list[str]) -> list[str]:
+    """The files under `paths` that define custom ops (a tree scan: ops made
+    through a project's registration helper count)."""
+    from autograd_lint.engine import SourceInput, lint_inputs
+    from autograd_lint.registry import DYNAMIC_CODES
+
+    files = python_files(paths)
+    result = lint_inputs([SourceInput(p, p, DYNAMIC_CODES) for p in files], functions=True,
+                         scan_tree=True)
+    return sorted({t.path for t in result.functions if t.op})
+
+
+# AGD900 on a target checked otherwise: one probe could not run here.
+PARTIAL = ("not compared with torch.compile", "opcheck could not run")
 
 
 def main() -> None:
@@ -61,12 +83,16 @@ def main() -> None:
     parser.add_argument("packages", nargs="*", default=DEFAULT)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--recorded", help="recorded calls to use (pytest --autograd-record)")
+    parser.add_argument("--ops", action="store_true",
+                        help="only the files that define custom ops (torch.library)")
     args = parser.parse_args()
     for name in args.packages:
         folder = source_of(name)
         # The top-level modules of liger_kernel.ops; all of fla.ops.
         paths = [str(p) for p in sorted(folder.glob("*.py"))] if name == "liger_kernel.ops" \
             else [str(folder)]
+        if args.ops:
+            paths = op_files(paths)
         command = [tool("autograd-lint"), "check", *paths, "--isolated", "--no-cache",
                    "--dynamic", "--select", "AGD", "--format", "json", "--device", args.device]
         if args.recorded:
@@ -75,14 +101,18 @@ def main() -> None:
         proc = subprocess.run(command, capture_output=True, text=True)
         elapsed = time.perf_counter() - start
         findings = json.loads(proc.stdout or "[]")
-        total = count_functions(paths)
-        unchecked = {(f["path"], f["line"]) for f in findings if f["code"] == "AGD900"}
+        found = targets(paths)
+        unchecked = {(f["path"], f["line"]) for f in findings if f["code"] == "AGD900" and
+                     not any(p in f["message"] for p in PARTIAL)}
         codes = Counter(f["code"] for f in findings if f["code"] != "AGD900")
         reasons = Counter(f["message"].split("not checked dynamically: ", 1)[-1][:70]
                           for f in findings if f["code"] == "AGD900")
-        checked = total - len(unchecked)
-        print(f"{name}: {total} Functions, {checked} with a verdict "
-              f"({100 * checked / max(total, 1):.0f}%), {elapsed:.0f} s")
+        for kind in ("Function", "op"):
+            total = sum(k == kind for k in found.values())
+            if total or kind == "Function":
+                checked = total - sum(found.get(key) == kind for key in unchecked)
+                print(f"{name}: {total} {kind}s, {checked} with a verdict "
+                      f"({100 * checked / max(total, 1):.0f}%), {elapsed:.0f} s")
         print("  findings: " + (", ".join(f"{c} {n}" for c, n in sorted(codes.items()))
                                 or "none"))
         for reason, count in reasons.most_common(8):

@@ -56,12 +56,15 @@ EXPECTED = {
     "SwappedNeedsInputGrad": {"AGD013"},
     "ContiguousOnly": {"AGD014"},
     "ForgetsWeight": {"AGD015"},
+    "undeclared_write": {"AGD016"},
+    "CompiledPathGradient": {"AGD017"},
     # Negatives: the same shapes done right.
     "Clean": set(),
     "DetachedOnceDifferentiable": set(),
     "InPlaceMarkedDirty": set(),
     "BiasOptional": set(),
     "UnusedTable": set(),
+    "CompiledPathSameGradient": set(),
 }
 
 
@@ -92,6 +95,13 @@ def test_every_dynamic_rule_is_exercised() -> None:
     from autograd_lint.registry import DYNAMIC_CODES
 
     assert set().union(*EXPECTED.values()) == DYNAMIC_CODES - {"AGD900"}
+
+
+def test_a_compiled_gradient_that_differs_says_what_and_how_much(agd_cases) -> None:
+    _, findings = agd_cases
+    message = next(f["message"] for f in findings if f["function"] == "CompiledPathGradient")
+    assert "the gradients differ from eager (gradient 0: max abs difference" in message
+    assert "in float64" in message
 
 
 def test_messages_name_the_input_and_the_size_of_the_error(agd_cases) -> None:

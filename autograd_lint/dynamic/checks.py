@@ -26,6 +26,7 @@ This module composes the probes, one module per family:
     transforms.py          AGD008 (forward AD), AGD009 (vmap)
     deliberate.py          gradients that differ from the derivative on purpose
     reference.py           AGD001 in half precision, against a declared reference
+    compiled.py            AGD017 (eager against torch.compile, also for custom ops)
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ from .inputs import RECORDED, SYNTHESIZED, Inputs, differentiable_positions, sho
 from .isolation import PROBE_SECONDS, run_isolated
 from .mutation import check_input_mutation
 from .none_gradients import freeze_none_gradients
+from .op_checks import compare_compiled
 from .optional_inputs import given_candidates, optional_tensor_positions, robust
 from .partial_inputs import check_optional_none, check_partial_requires_grad
 from .precision import (
@@ -81,9 +83,27 @@ def run_all(target: Target, calls: Iterable[dict[str, Any]] = ()) -> Inputs | No
     except GuessedValues:
         inputs = _without_guessed_optionals(target, inputs)
         check_inputs(target, inputs)
+    _compare_compiled(target, inputs)
     _flip_flags(target, inputs)
     _check_optional_given(target, inputs)
     return inputs
+
+
+# Findings that say the eager gradient is already wrong or missing: comparing
+# the compiled one with it says nothing more.
+_EAGER_BROKEN = frozenset({"AGD001", "AGD003", "AGD004"})
+
+
+def _compare_compiled(target: Target, inputs: Inputs) -> None:
+    """AGD017: eager against torch.compile(backend="aot_eager"), in a child
+    process (compiling may take long), within the time left for extras."""
+    if any(f["code"] in _EAGER_BROKEN for f in target.findings) or \
+            not differentiable_positions(inputs.args):
+        return
+    seconds = min(PROBE_SECONDS, target.time_for_extras())
+    if seconds > 0:
+        run_isolated(target, lambda: compare_compiled(
+            target, target.apply, lambda: fresh(inputs.args)), seconds)
 
 
 def _without_guessed_optionals(target: Target, inputs: Inputs) -> Inputs:

@@ -1,4 +1,5 @@
-"""Recorded calls: the inputs a project's own tests pass to its Functions.
+"""Recorded calls: the inputs a project's own tests pass to its Functions
+and custom ops.
 
     pytest --autograd-record                      # or: --autograd-record-file FILE
     autograd-lint record -- python -m pytest tests/
@@ -20,6 +21,11 @@ The file is JSON, one entry per Function keyed by `module:qualname`:
                               "stride": [64, 1], "requires_grad": true,
                               "range": [-2.1, 2.3]}},
                   {"value": 2}]}]}]}}
+
+Custom ops are recorded too, by op name, when called positionally (through
+`torch.ops.ns.name`, an overload, or a custom_op's own function; calls with
+keyword arguments are not kept): `"ops": {"ns::name": [{"line": 0, "calls":
+[...]}]}` beside `"functions"`, each call described as above.
 
 A dataclass or NamedTuple argument (a parameter bundle) is recorded as the
 constructor call that makes it again, `{"object": {"class": "pkg.ops:Params",
@@ -44,6 +50,11 @@ FORMAT = 1
 RECORDING_FILE = "recorded-calls.json"  # in the cache directory, by default
 MAX_CALLS = 4  # distinct signatures kept per Function
 MAX_VALUES = 4096  # integer/bool tensors up to this many elements keep their values
+# torch's own operator namespaces: their calls are never recorded.
+TORCH_NAMESPACES = frozenset({"aten", "prim", "prims", "quantized", "_quantized", "profiler",
+                              "_test", "mkldnn", "quantized_decomposed", "higher_order",
+                              "_c10d_functional", "c10d", "_dtensor", "inductor", "fsdp",
+                              "debugprims", "rngprims", "onednn", "_inductor_test"})
 ENVIRONMENT = "AUTOGRAD_LINT_RECORD"  # `autograd-lint record`: where child processes write
 
 
@@ -136,7 +147,9 @@ class Recorder:
         self.autosave = autosave
         # By (module:qualname, forward's first line): two classes may share a name.
         self.entries: dict[tuple[str, int], dict[str, Any]] = {}
+        self.op_entries: dict[str, dict[str, Any]] = {}  # by op name ("ns::name")
         self._original: Any = None
+        self._op_originals: list[tuple[type, Any]] = []
 
     def install(self) -> None:
         from torch.autograd.function import Function
@@ -155,6 +168,31 @@ class Recorder:
 
         self._original = original
         Function.apply = classmethod(apply)  # type: ignore[method-assign,assignment]
+        self._install_op_hooks()
+
+    def _install_op_hooks(self) -> None:
+        """Calls of custom ops: `torch.ops.ns.name(...)` (an OpOverloadPacket),
+        `torch.ops.ns.name.default(...)` and a custom_op's own function (an
+        OpOverload). torch's own namespaces are passed by at once."""
+        from torch._ops import OpOverload, OpOverloadPacket
+
+        recorder = self
+        for cls, name_of in ((OpOverload, lambda op: op._schema.name),
+                             (OpOverloadPacket, lambda op: op._qualified_op_name)):
+            original = cls.__dict__["__call__"]
+
+            def call(op: Any, /, *args: Any, _original: Any = original,
+                     _name_of: Any = name_of, **kwargs: Any) -> Any:
+                try:
+                    name = _name_of(op)
+                    if name.partition("::")[0] not in TORCH_NAMESPACES and not kwargs:
+                        recorder.observe_op(name, args)
+                except Exception:  # the recorder must never change what the tests do
+                    pass
+                return _original(op, *args, **kwargs)
+
+            self._op_originals.append((cls, original))
+            cls.__call__ = call  # type: ignore[method-assign]
 
     def uninstall(self) -> None:
         from torch.autograd.function import Function
@@ -162,6 +200,9 @@ class Recorder:
         if self._original is not None:
             Function.apply = classmethod(self._original)  # type: ignore[method-assign,assignment]
             self._original = None
+        for cls, original in reversed(self._op_originals):
+            cls.__call__ = original  # type: ignore[method-assign]
+        self._op_originals.clear()
 
     def observe(self, cls: type, args: tuple[Any, ...]) -> None:
         key = (f"{cls.__module__}:{cls.__qualname__}", _forward_line(cls))
@@ -170,6 +211,14 @@ class Recorder:
             module = sys.modules.get(cls.__module__)
             entry = {"file": getattr(module, "__file__", None), "line": key[1], "calls": []}
             self.entries[key] = entry
+        self._keep(entry, args)
+
+    def observe_op(self, name: str, args: tuple[Any, ...]) -> None:
+        self._keep(self.op_entries.setdefault(name, {"line": 0, "calls": []}), args)
+
+    def _keep(self, entry: dict[str, Any], args: tuple[Any, ...]) -> None:
+        """Add the call to the entry unless it has as many as it keeps or
+        one of the same signature."""
         if len(entry["calls"]) >= MAX_CALLS:
             return
         import torch
@@ -187,7 +236,7 @@ class Recorder:
         from ..cache import CACHE_DIR, make_cache_directory
         from ..files import write_atomically
 
-        if not self.entries:
+        if not self.entries and not self.op_entries:
             return
         if self.path.parent.name == CACHE_DIR:
             make_cache_directory(self.path.parent)
@@ -198,9 +247,13 @@ class Recorder:
             functions = data.setdefault("functions", {})
             for (name, _), entry in self.entries.items():
                 merge_entry(functions.setdefault(name, []), entry)
-
-            text = json.dumps({"tool": "autograd-lint", "format": FORMAT,
-                               "functions": functions}, indent=1)
+            ops = data.get("ops") if isinstance(data.get("ops"), dict) else {}
+            for name, entry in self.op_entries.items():
+                merge_entry(ops.setdefault(name, []), entry)
+            recorded = {"tool": "autograd-lint", "format": FORMAT, "functions": functions}
+            if ops:
+                recorded["ops"] = ops
+            text = json.dumps(recorded, indent=1)
             write_atomically(self.path, (text + "\n").encode("utf-8"))
 
 
@@ -314,14 +367,17 @@ def record_command(command: list[str], output: Path) -> tuple[int, str]:
     new = calls - before[1]
     if not output.exists():  # nothing was written: say so, and why it may be
         failed = f"; the command exited with status {status}" if status else ""
-        return status, f"nothing recorded{failed} (no Function was called with recording on)"
+        return status, f"nothing recorded{failed} (no Function or custom op was called with " \
+            "recording on)"
     summary = f"{new} new call{'' if new == 1 else 's'} recorded ({calls} calls of " \
-              f"{functions} Functions in {output})"
+              f"{functions} Functions and ops in {output})"
     return status, summary
 
 
 def _count(data: dict[str, Any]) -> tuple[int, int]:
-    entries = [e for group in data.get("functions", {}).values() if isinstance(group, list)
+    """(Functions and ops recorded, their calls)."""
+    groups = [*data.get("functions", {}).values(), *(data.get("ops") or {}).values()]
+    entries = [e for group in groups if isinstance(group, list)
                for e in group if isinstance(e, dict)]
     return len(entries), sum(len(e.get("calls", [])) for e in entries)
 
@@ -366,6 +422,23 @@ def calls_for(recording: dict[str, Any], module: str, qualname: str, first_line:
     chosen = inside or ([entries[0]] if len(entries) == 1 and isinstance(entries[0], dict)
                         else [])
     return [call for entry in chosen for call in entry.get("calls", [])
+            if isinstance(call, dict) and isinstance(call.get("args"), list)]
+
+
+def calls_for_op(recording: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """The recorded calls of a custom op ("ns::name"; "::name" when its
+    namespace is not known statically: the one op of that name)."""
+    ops = recording.get("ops")
+    if not isinstance(ops, dict):
+        return []
+    if name.startswith("::"):
+        named = [key for key in ops if key.partition("::")[2] == name[2:]]
+        name = named[0] if len(named) == 1 else name
+    entries = ops.get(name)
+    if not isinstance(entries, list):
+        return []
+    return [call for entry in entries if isinstance(entry, dict)
+            for call in entry.get("calls", [])
             if isinstance(call, dict) and isinstance(call.get("args"), list)]
 
 

@@ -191,10 +191,11 @@ def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
     for target in job.functions:
         spec = target.to_json()
         if options.recording:
-            from .recording import calls_for
+            from .recording import calls_for, calls_for_op
 
-            spec["recorded"] = calls_for(options.recording, target.module, target.qualname,
-                                         target.line, target.end_line)
+            spec["recorded"] = calls_for_op(options.recording, target.op) if target.op else \
+                calls_for(options.recording, target.module, target.qualname, target.line,
+                          target.end_line)
         functions.append(spec)
     with open(request, "w", encoding="utf-8") as handle:
         json.dump({"module": job.module, "path": os.path.abspath(job.path),

@@ -1,6 +1,7 @@
 """The Function under check: how it is called, and the findings it collects."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,10 @@ class Target:
     # flipped, optional inputs given) stop: their time must never cost the
     # Function its verdict (time.monotonic(); None: no limit).
     extras_until: float | None = None
+    # Whether the run so far leaned on the worker's CPU stand-ins (Triton's
+    # interpreter, answered CUDA queries): what torch.compile then traces is
+    # not what users compile.
+    emulated: Callable[[], bool] = field(default=lambda: False)
 
     def time_for_extras(self) -> float:
         """Seconds left for the extra probes (inf without a limit)."""

@@ -187,6 +187,60 @@ def _describe_import_error(exc: BaseException) -> str:
     return f"importing the module raised {first_line(exc)}"
 
 
+def _check_function(spec: dict[str, Any], module: Any, device: Any, stand_ins: Any,
+                    request: dict[str, Any], entry: dict[str, Any]) -> None:
+    """Every check of one Function class (`checks.py`)."""
+    from .checks import NotChecked, Target, run_all
+
+    qualname = spec["qualname"]
+    cls: Any = module
+    for part in qualname.split("."):
+        if part == "<locals>":
+            raise NotChecked("defined inside a function: not importable")
+        cls = getattr(cls, part)
+    if spec.get("rebound_at") and not _defined_at(cls, spec["method_lines"]):
+        raise NotChecked(f"`{qualname}` names another class once the module has "
+                         f"run (bound again at line {spec['rebound_at']}): this one "
+                         "is not importable by name")
+    target = Target(cls, spec["once_differentiable"], spec["has_jvp"], spec["has_vmap"], device,
+                    legacy=spec.get("legacy", False),
+                    tensor_hints=frozenset(spec.get("tensor_inputs", ())),
+                    emulated=lambda: _emulated(stand_ins))
+    if request.get("timeout"):
+        # The extras get what is left of the first 60% of the budget.
+        target.extras_until = time.monotonic() + 0.6 * float(request["timeout"])
+    used = run_all(target, spec.get("recorded", ()))
+    entry["findings"] = target.findings
+    entry["inputs"] = used.describe() if used is not None else "none"
+    entry["precision"] = target.precision.describe()
+
+
+def _emulated(stand_ins: Any) -> bool:
+    """CUDA queries answered on the CPU, or Triton run by its interpreter."""
+    return bool(stand_ins.used) or (
+        "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") == "1")
+
+
+def _check_op(spec: dict[str, Any], module: Any, device: Any, known_ops: set[str],
+              stand_ins: Any, request: dict[str, Any], entry: dict[str, Any]) -> None:
+    """opcheck one custom op (and compare it compiled): `op_checks.py`."""
+    from .op_checks import run_op_checks
+    from .op_inputs import fake_is_impl, find_op, op_stand_in, python_impl
+    from .target import Target
+
+    op = find_op(spec["op"], known_ops)
+    impl = python_impl(op, module, spec["qualname"])
+    target = Target(op_stand_in(op, impl), False, False, False, device,
+                    emulated=lambda: _emulated(stand_ins))
+    if request.get("timeout"):
+        target.extras_until = time.monotonic() + 0.6 * float(request["timeout"])
+    used = run_op_checks(target, op, list(spec.get("recorded", ())),
+                         spec.get("op_autograd", False), fake_is_impl(op, impl))
+    entry["findings"] = target.findings
+    entry["inputs"] = used.describe()
+    entry["precision"] = target.precision.describe()
+
+
 def main(request_path: str, result_path: str) -> int:
     with open(request_path, encoding="utf-8") as handle:
         request = json.load(handle)
@@ -228,6 +282,11 @@ def main(request_path: str, result_path: str) -> int:
 
         install()  # Triton kernels, if the module has any, run on the CPU
     left_out: list[str] = []
+    known_ops: set[str] = set()
+    if any(spec.get("op") for spec in request["functions"]):
+        from .op_inputs import all_op_names
+
+        known_ops = all_op_names()  # an op found by name alone is one the import adds
     try:
         module = _import(request["module"], request["path"], request["import_root"], left_out)
     except BaseException as exc:  # user code: anything can come out
@@ -237,35 +296,19 @@ def main(request_path: str, result_path: str) -> int:
     imported = [f"imported with {', '.join(left_out)} left out"] if left_out else []
     stand_ins.take()  # what importing asked is no Function's
 
-    from .checks import NotChecked, Target, first_line, run_all
+    from .checks import NotChecked, first_line
 
     torch.manual_seed(0)
     for spec in request["functions"]:
-        qualname = spec["qualname"]
         entry: dict[str, Any] = {"findings": [], "reason": None, "inputs": None}
         result["functions"][spec["key"]] = entry
         try:
-            cls: Any = module
-            for part in qualname.split("."):
-                if part == "<locals>":
-                    raise NotChecked("defined inside a function: not importable")
-                cls = getattr(cls, part)
-            if spec.get("rebound_at") and not _defined_at(cls, spec["method_lines"]):
-                raise NotChecked(f"`{qualname}` names another class once the module has "
-                                 f"run (bound again at line {spec['rebound_at']}): this one "
-                                 "is not importable by name")
-            target = Target(cls, spec["once_differentiable"], spec["has_jvp"],
-                            spec["has_vmap"], torch.device(device_name),
-                            legacy=spec.get("legacy", False),
-                            tensor_hints=frozenset(spec.get("tensor_inputs", ())))
-            if request.get("timeout"):
-                # The extras get what is left of the first 60% of the budget.
-                target.extras_until = time.monotonic() + 0.6 * float(request["timeout"])
-            used = run_all(target, spec.get("recorded", ()))
-            entry["findings"] = target.findings
+            device = torch.device(device_name)
+            if spec.get("op"):
+                _check_op(spec, module, device, known_ops, stand_ins, request, entry)
+            else:
+                _check_function(spec, module, device, stand_ins, request, entry)
             entry["context"] = imported + _stood_in(stand_ins.take())
-            entry["inputs"] = used.describe() if used is not None else "none"
-            entry["precision"] = target.precision.describe()
         except NotChecked as exc:
             entry["reason"] = str(exc)
         except MemoryError:

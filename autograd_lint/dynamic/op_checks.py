@@ -1,0 +1,164 @@
+"""The dynamic checks of one custom op (AGD016, AGD017). Runs in the worker.
+
+`torch.library.opcheck` runs on the op's inputs (`op_inputs.py`: recorded
+calls, else synthesized), then on variants of them the op also takes:
+inputs that require grad (ops with an autograd formula: without one, a
+backward is not the op's to support) and non-contiguous inputs of the same
+values. Each failing opcheck test is reported once (AGD016), with the inputs
+it failed on; a test that fails for a reason of this machine is no verdict.
+An op with an autograd formula is then compared eagerly and compiled
+(AGD017, `compiled.py`), unless opcheck's own compiled test failed already.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from .compiled import CompileFailed, compiled_difference
+from .errors import environmental, first_line
+from .inputs import Inputs
+from .op_inputs import choose_op_inputs, copies, op_error, with_grad
+from .precision import FLOAT64, Precision, dtype_of, float32
+from .probing import identical, tensors_of
+from .target import Target
+
+COMPILED_TEST = "test_aot_dispatch_dynamic"
+
+
+def run_op_checks(target: Target, op: Any, calls: list[dict[str, Any]],
+                  has_autograd: bool, fake_is_impl: bool = False) -> Inputs:
+    """Every check of one op; returns the inputs used. `fake_is_impl`: the
+    op's implementation is its fake too (a triton_op, traced through its
+    kernels), which Triton's interpreter on a CPU cannot trace."""
+    traceable = not (fake_is_impl and target.emulated())
+    inputs = choose_op_inputs(target, op, calls, ask_fake=traceable)
+    target.precision = _precision(inputs)
+    variants = [("", inputs)]
+    if has_autograd:
+        variants.append((", requiring grad", with_grad(inputs)))
+    strided = _non_contiguous(inputs)
+    if strided is not None:
+        variants.append((", non-contiguous", strided))
+    tests = None if _repeatable(target, inputs) else _TESTS_OF_A_RANDOM_OP
+    if not traceable:
+        tests = _UNTRACED_TESTS
+    failed: set[str] = set()
+    reported: set[str] = set()  # one cause failing several tests is said once
+    unrunnable: list[str] = []
+    for label, variant in variants:
+        if variant is not inputs and _refused(target, variant):
+            continue  # the op refuses these inputs loudly: its callers see that
+        for test, message in _opcheck(op, variant, tests):
+            if test in failed or (variant is strided and "Stride mismatch" in message):
+                # A layout no caller passed: only strides that follow it are
+                # wrong, which harms nobody until a caller passes one.
+                continue
+            if environmental(message):
+                unrunnable.append(f"`{test}` ({message})")
+                continue
+            failed.add(test)
+            if message not in reported:
+                reported.add(message)
+                target.report("AGD016", test=f"`{test}`", on=f"{variant.describe()}{label}",
+                              detail=message)
+    if unrunnable and not failed:
+        target.report("AGD900", reason=f"opcheck could not run {unrunnable[0]} on this machine")
+    if has_autograd and traceable and COMPILED_TEST not in failed:
+        grad_inputs = with_grad(inputs)
+        compare_compiled(target, lambda *args: op(*args), lambda: copies(grad_inputs.args))
+    return inputs
+
+
+# A random op's outputs differ from call to call: its compiled run too.
+_TESTS_OF_A_RANDOM_OP = ("test_schema", "test_autograd_registration", "test_faketensor")
+# The tests that run the op eagerly only.
+_UNTRACED_TESTS = ("test_schema", "test_autograd_registration")
+
+
+def compare_compiled(target: Target, call: Any, make_args: Any) -> None:
+    """AGD017 for one call (AGD900 when torch.compile cannot run here). Not
+    where the run leans on the CPU stand-ins (Triton's interpreter, CUDA
+    queries answered): dynamo would trace them, not what users compile, and
+    fails on them; the comparison is for a machine that runs the code."""
+    if target.emulated():
+        return
+    try:
+        found = compiled_difference(call, make_args, target.precision)
+    except CompileFailed as exc:
+        target.report("AGD900", reason=f"not compared with torch.compile, which raised {exc}")
+        return
+    if found is not None:
+        what, detail = found
+        target.report("AGD017", what=what, detail=detail,
+                      precision=target.precision.describe())
+
+
+def _opcheck(op: Any, inputs: Inputs, tests: tuple[str, ...] | None
+             ) -> list[tuple[str, str]]:
+    """(test, first line of its error) for each failing opcheck test."""
+    kwargs: dict[str, Any] = {"raise_exception": False}
+    if tests is not None:
+        kwargs["test_utils"] = tests
+    try:
+        results = torch.library.opcheck(op, copies(inputs.args), **kwargs)
+    except Exception as exc:  # opcheck's own machinery: no verdict on the op
+        return [("opcheck", f"not run: {first_line(exc)}")] if environmental(str(exc)) else []
+    return [(test, first_line(outcome)) for test, outcome in results.items()
+            if isinstance(outcome, BaseException)]
+
+
+def _refused(target: Target, inputs: Inputs) -> bool:
+    """Whether the op (and, for inputs that require grad, its backward)
+    raises on them eagerly: a backward that needs state the check has not
+    set up (a process group) is no verdict on the registration."""
+    if op_error(target, inputs) is not None:
+        return True
+    args = copies(inputs.args)
+    try:
+        outputs = [t for t in tensors_of(target.apply(*args)) if t.requires_grad]
+        if outputs:
+            torch.autograd.grad([t.sum() for t in outputs],
+                                [t for t in _leaves(args) if t.requires_grad],
+                                allow_unused=True)
+    except Exception:
+        return True
+    return False
+
+
+def _leaves(args: tuple[Any, ...]) -> list[torch.Tensor]:
+    return [t for a in args for t in (a if isinstance(a, list) else [a])
+            if isinstance(t, torch.Tensor)]
+
+
+def _repeatable(target: Target, inputs: Inputs) -> bool:
+    try:
+        with torch.no_grad():
+            first, second = (tensors_of(target.apply(*copies(inputs.args))) for _ in range(2))
+    except Exception:
+        return True
+    return identical(first, second)
+
+
+def _non_contiguous(inputs: Inputs) -> Inputs | None:
+    """The same values, each tensor of two or more dimensions transposed in memory."""
+    changed = False
+
+    def strided(value: Any) -> Any:
+        nonlocal changed
+        if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[-1] > 1 and \
+                value.shape[-2] > 1:
+            changed = True
+            return value.detach().transpose(-1, -2).contiguous().transpose(-1, -2)
+        if isinstance(value, list):
+            return [strided(v) for v in value]
+        return value
+
+    args = tuple(strided(a) for a in inputs.args)
+    return replace(inputs, args=args) if changed else None
+
+
+def _precision(inputs: Inputs) -> Precision:
+    dtype = dtype_of(inputs)
+    return FLOAT64 if dtype == torch.float64 else float32(dtype, "the op's inputs")
