@@ -119,6 +119,7 @@ def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None)
         err.write("autograd-lint: interrupted\n")
         return 130
     except Terminated:
+        _quiet_after_termination()
         err.write("autograd-lint: terminated\n")
         return EXIT_TERMINATED
     except BrokenPipeError:
@@ -128,6 +129,7 @@ def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None)
         return EXIT_ERROR
     except Exception as exc:
         if _while_terminating(exc):  # a pool's shutdown failing as SIGTERM unwound it
+            _quiet_after_termination()
             err.write("autograd-lint: terminated\n")
             return EXIT_TERMINATED
         if os.environ.get("AUTOGRAD_LINT_DEBUG"):
@@ -165,6 +167,14 @@ def run() -> NoReturn:
 class Terminated(BaseException):
     """SIGTERM arrived (see `run`)."""
 
+
+
+def _quiet_after_termination() -> None:
+    """SIGTERM may land inside a library's constructor (multiprocessing's
+    Finalize): the half-built object fails again when it is collected, which
+    Python reports as "Exception ignored in ...". After "terminated", that
+    is noise: the run is over."""
+    sys.unraisablehook = lambda unraisable: None
 
 
 def _while_terminating(exc: BaseException) -> bool:

@@ -339,3 +339,59 @@ def test_projects_side_by_side_register_their_own_fakes(tmp_path: Path) -> None:
                 return x * 2
         '''})
     assert found == {("ops.py", 5, "AGF405")}
+
+
+CALLBACK_RULES = ["AGF002", "AGF003", "AGF005", "AGF006", "AGF205", "AGF206", "AGF210"]
+
+
+def test_registered_setup_context_and_backward_get_the_function_rules() -> None:
+    """The ctx and backward rules run on an op's registered callbacks, with
+    the op's parameters (their annotations) as forward's inputs."""
+    source = '''
+        @torch.library.custom_op("t::scale", mutates_args=())
+        def scale(x: Tensor, w: Tensor, eps: float) -> Tensor:
+            return x * w + eps
+
+        def _setup(ctx, inputs, output):
+            x, w, eps = inputs
+            SAVE
+            ctx.eps = eps
+
+        def _backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            SCALE
+            return grad * w, grad * x, None
+
+        scale.register_autograd(_backward, setup_context=_setup)
+
+        @scale.register_fake
+        def _(x, w, eps):
+            return torch.empty_like(x)
+    '''
+    defects = source.replace("SAVE", "ctx.save_for_backward(x, w, eps)").replace(
+        "SCALE", "grad.mul_(2)")
+    assert found(defects, CALLBACK_RULES) == {(10, "AGF002"), (15, "AGF006")}
+    right = source.replace("SAVE", "ctx.save_for_backward(x, w)").replace(
+        "SCALE", "grad = grad * 2")
+    assert found(right, CALLBACK_RULES) == set()
+
+
+def test_registered_callbacks_read_saved_tensors_once_and_compute_in_backward() -> None:
+    assert found('''
+        @torch.library.custom_op("t::exp2", mutates_args=())
+        def exp2(x: Tensor) -> Tensor:
+            return x.exp() * 2
+
+        def _setup(ctx, inputs, output):
+            (x,) = inputs
+            y = x.exp()
+            ctx.save_for_backward(y)
+            n = len(ctx.saved_tensors)
+
+        def _backward(ctx, grad):
+            (y,) = ctx.saved_tensors
+            (again,) = ctx.saved_tensors
+            return grad * y * 2
+
+        torch.library.register_autograd("t::exp2", _backward, setup_context=_setup)
+    ''', CALLBACK_RULES) == {(10, "AGF206"), (12, "AGF003"), (16, "AGF210")}

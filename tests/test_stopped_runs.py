@@ -225,3 +225,28 @@ def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path: Path) -> None:
     assert run.returncode == -signal.SIGTERM, run.stderr
     assert run.stderr.endswith("autograd-lint: terminated\n")
     assert list(tmp_path.rglob("*.tmp")) == []
+
+
+def test_nothing_is_said_after_terminated(monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGTERM inside a library's constructor leaves a half-built object that
+    fails again when collected ("Exception ignored in ..."): after
+    "autograd-lint: terminated" that is noise, and it is not printed."""
+    import gc
+
+    from autograd_lint import cli
+
+    class HalfBuilt:
+        def __del__(self) -> None:
+            raise AttributeError("'Finalize' object has no attribute '_key'")
+
+    def terminated(*args: object) -> int:
+        raise cli.Terminated
+
+    # Python's own hook (pytest's would turn the report into a warning).
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
+    monkeypatch.setattr(cli, "run_check", terminated)
+    assert cli.main(["check", "--isolated", "--no-cache", "."]) == cli.EXIT_TERMINATED
+    HalfBuilt()  # collected as the run unwinds: its __del__ raises
+    gc.collect()
+    assert capsys.readouterr().err == "autograd-lint: terminated\n"

@@ -206,14 +206,16 @@ def choose_op_inputs(target: Target, op: Any, calls: list[dict[str, Any]],
 
 def _on_ladder(target: Target, candidate: Inputs, synthesis: Synthesis | None = None
                ) -> tuple[Inputs | None, str]:
-    """The candidate in the first dtype the op takes (the callers' own dtype
-    first, when recorded), moving on while the op's complaint is about the
-    dtype; (None, the last error) when it takes none. `synthesis` learns
-    from the statement that raised."""
-    native = [d for d in candidate.native if d is not None]
+    """The candidate in the first dtypes the op takes (each input in its
+    callers' own dtype first, when recorded; then one dtype for all, down
+    the ladder), moving on while the op's complaint is about the dtype;
+    (None, the last error) when it takes none. `synthesis` learns from the
+    statement that raised."""
     error = ""
-    for dtype in dict.fromkeys([*native[:1], *LADDER]):
-        trial = without_grad(candidate.with_dtype(dtype))
+    trials = [_as_recorded(candidate)] if any(candidate.native) else []
+    trials += [candidate.with_dtype(dtype) for dtype in LADDER]
+    for trial in trials:
+        trial = without_grad(trial)
         try:
             found = op_error(target, trial, raising=True)
         except _Raised as raised:
@@ -226,6 +228,13 @@ def _on_ladder(target: Target, candidate: Inputs, synthesis: Synthesis | None = 
         if "type" not in error.lower():
             break
     return None, error
+
+
+def _as_recorded(inputs: Inputs) -> Inputs:
+    """Each floating tensor in the dtype its caller passed (a recording says)."""
+    args = tuple(a.detach().to(inputs.native_dtype(i)) if isinstance(a, torch.Tensor) and
+                 inputs.native_dtype(i) is not None else a for i, a in enumerate(inputs.args))
+    return replace(inputs, args=args)
 
 
 class _Raised(Exception):
