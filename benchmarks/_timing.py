@@ -35,6 +35,19 @@ def torch_tree() -> Path:
     return Path(spec.origin).parent
 
 
+def source_copy(tree: Path, into: Path) -> Path:
+    """The .py files of `tree` copied under `into`, without `__pycache__`:
+    what a user's clone holds (no bytecode for the engine to lean on)."""
+    target = into / tree.name
+    for path in tree.rglob("*.py"):
+        if "__pycache__" in path.parts:
+            continue
+        destination = target / path.relative_to(tree)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination)
+    return target
+
+
 def stdlib_tree() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 

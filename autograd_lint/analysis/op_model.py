@@ -202,25 +202,30 @@ class _ModuleOps:
 
     # -- collection -----------------------------------------------------------
     def collect(self) -> _ModuleOps:
-        statements = self._statements()
-        for statement in statements:
+        calls: list[ast.Call] = []
+        for statement in self._statements():
             for node in ast.walk(statement):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if isinstance(node, ast.Call):
+                    calls.append(node)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self._decorated(node)
                 elif isinstance(node, ast.Assign):
                     self._library(node)
-        for statement in statements:
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Call):
-                    self._call(node)
+        for call in calls:  # after the defs and libraries they may name
+            self._call(call)
         return self
 
     def _statements(self) -> list[ast.stmt]:
         """The top-level statements whose lines name one of torch.library's
         words (a module of thousands of lines registers ops in a few)."""
         source = self.module.source
-        lines = sorted({source.count("\n", 0, match.start()) + 1
-                        for match in REGISTRATION_WORDS.finditer(source)})
+        lines: list[int] = []
+        line, counted = 1, 0
+        for match in REGISTRATION_WORDS.finditer(source):  # in order: count as we go
+            line += source.count("\n", counted, match.start())
+            counted = match.start()
+            if not lines or lines[-1] != line:
+                lines.append(line)
         if not lines:
             return []
         kept = []
