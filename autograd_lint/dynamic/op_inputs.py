@@ -3,10 +3,11 @@ inputs it is checked with (recorded calls first, then synthesis from its
 Python signature, the way a Function's forward is synthesized for).
 
 An op is presented to the Function machinery as a stand-in class whose
-`forward` is the op's Python implementation (its parameter names,
-annotations and defaults are what synthesis reads; a schema-only op gets a
-signature built from its schema) and whose `apply` calls the op through the
-dispatcher, as its callers do.
+`forward` has the schema's parameters (exact types; defaults and dtype
+annotations as the Python implementation writes them) and reads as that
+implementation (synthesis learns from its source and its failing
+statements), and whose `apply` calls the op through the dispatcher, as its
+callers do.
 """
 from __future__ import annotations
 
@@ -129,7 +130,10 @@ _FIXED = {"dtype": torch.float32, "ScalarType": torch.float32, "Device": torch.d
 def _schema_signature(op: Any, impl: Callable[..., Any] | None) -> inspect.Signature:
     """The schema's positional parameters; defaults as the Python
     implementation writes them (a schema keeps a dtype as its number)."""
-    written = inspect.signature(impl).parameters if impl is not None else {}
+    try:
+        written = inspect.signature(impl).parameters if impl is not None else {}
+    except (TypeError, ValueError):
+        written = {}
     parameters = []
     for argument in op._schema.arguments:
         if argument.kwarg_only:
@@ -147,7 +151,9 @@ def _schema_signature(op: Any, impl: Callable[..., Any] | None) -> inspect.Signa
         parameters.append(inspect.Parameter(argument.name,
                                             inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                             default=default, annotation=annotation))
-    return inspect.Signature(parameters)
+    # A fixed value may precede a parameter without a default: not a valid
+    # Python signature, and none is needed (synthesis reads each parameter).
+    return inspect.Signature(parameters, __validate_parameters__=False)
 
 
 def _python_kind(parameter: inspect.Parameter | None) -> str | None:
