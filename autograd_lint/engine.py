@@ -68,18 +68,13 @@ __all__ = [  # what other modules import from here, most of it defined in engine
 def check_module(module: ModuleInfo, project: Project, codes: frozenset[str]) -> list[Finding]:
     """Run every enabled rule family over one module."""
     from .analysis.function_facts import facts_of
-    from .analysis.op_functions import OP_CALLBACK_CODES, op_functions
     from .checkers import CHECKERS, Reporter  # the rule families, loaded on first use
 
     reporter = Reporter(module.path, codes, module.source)
     checkers = [cls(reporter, project) for cls in CHECKERS if cls.codes() & codes]
     if not checkers:
         return []
-    # A custom op's registered setup_context and backward, seen as a Function:
-    # the ctx and backward rules that apply to them (analysis/op_functions.py).
-    op_reporter = Reporter(module.path, codes & OP_CALLBACK_CODES, module.source)
-    op_checkers = [cls(op_reporter, project) for cls in CHECKERS
-                   if cls.codes() & op_reporter.enabled_codes]
+    op_findings: list[Finding] = []
 
     def check() -> None:
         for fn in project.functions_in(module):
@@ -88,16 +83,35 @@ def check_module(module: ModuleInfo, project: Project, codes: frozenset[str]) ->
                 checker.check_function(fn, facts)
         for checker in checkers:
             checker.check_module(module)
-        for view in op_functions(module, project) if op_checkers else ():
-            facts = facts_of(view)
-            for checker in op_checkers:
-                checker.check_function(view, facts)
+        op_findings.extend(_check_op_callbacks(module, project, codes))
 
     # Deeply nested code is analysed, not skipped: a RecursionError even
     # there is the file's internal error (the caller's to report), never a
     # Function's findings silently dropped.
     _with_room_to_recurse(check)
-    return reporter.findings + op_reporter.findings
+    return reporter.findings + op_findings
+
+
+def _check_op_callbacks(module: ModuleInfo, project: Project,
+                        codes: frozenset[str]) -> list[Finding]:
+    """A custom op's registered setup_context and backward, seen as a
+    Function: the ctx and backward rules that apply to them
+    (analysis/op_functions.py), with a reporter of those rules only."""
+    from .analysis.function_facts import facts_of
+    from .analysis.op_functions import OP_CALLBACK_CODES, op_functions
+    from .checkers import CHECKERS, Reporter
+
+    enabled = codes & OP_CALLBACK_CODES
+    views = op_functions(module, project) if enabled else []
+    if not views:
+        return []
+    reporter = Reporter(module.path, enabled, module.source)
+    checkers = [cls(reporter, project) for cls in CHECKERS if cls.codes() & enabled]
+    for view in views:
+        facts = facts_of(view)
+        for checker in checkers:
+            checker.check_function(view, facts)
+    return reporter.findings
 
 
 def _op_targets(source: SourceInput, module: ModuleInfo,

@@ -50,28 +50,27 @@ def python_files(paths: list[str]) -> list[str]:
     return found
 
 
-def targets(paths: list[str]) -> dict[tuple[str, int], str]:
-    """What `check --dynamic` looks at (static discovery, no import): by
-    (file, line), "Function" or "op"."""
+def discovered(paths: list[str], scan_tree: bool = False) -> list:
+    """The Functions and custom ops `check --dynamic` looks at (static
+    discovery, no import); `scan_tree`: ops made through a project's
+    registration helper count too."""
     from autograd_lint.engine import SourceInput, lint_inputs
     from autograd_lint.registry import DYNAMIC_CODES
 
     files = python_files(paths)
-    result = lint_inputs([SourceInput(p, p, DYNAMIC_CODES) for p in files], functions=True)
+    return lint_inputs([SourceInput(p, p, DYNAMIC_CODES) for p in files], functions=True,
+                       scan_tree=scan_tree).functions
+
+
+def targets(paths: list[str]) -> dict[tuple[str, int], str]:
+    """By (file, line): "Function" or "op"."""
     return {(t.display, t.line): "op" if getattr(t, "op", None) else "Function"
-            for t in result.functions}
+            for t in discovered(paths)}
 
 
 def op_files(paths: list[str]) -> list[str]:
-    """The files under `paths` that define custom ops (a tree scan: ops made
-    through a project's registration helper count)."""
-    from autograd_lint.engine import SourceInput, lint_inputs
-    from autograd_lint.registry import DYNAMIC_CODES
-
-    files = python_files(paths)
-    result = lint_inputs([SourceInput(p, p, DYNAMIC_CODES) for p in files], functions=True,
-                         scan_tree=True)
-    return sorted({t.path for t in result.functions if t.op})
+    """The files under `paths` that define custom ops."""
+    return sorted({t.path for t in discovered(paths, scan_tree=True) if t.op})
 
 
 # AGD900 on a target checked otherwise: one probe could not run here.

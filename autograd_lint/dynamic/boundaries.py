@@ -33,7 +33,7 @@ from .errors import first_line
 from .gradcheck import run_gradcheck
 from .inputs import Inputs
 from .isolation import PROBE_SECONDS, run_isolated
-from .probing import fresh, identical, unit_results
+from .probing import fresh, identical, transposed_in_memory, unit_results
 from .target import Target
 from .verdicts import gradcheck_failure
 
@@ -158,8 +158,7 @@ def _check_strided(target: Target, inputs: Inputs) -> None:
     args = list(inputs.args)
     for i in positions:
         tensor = args[i]
-        strided = tensor.detach().transpose(-1, -2).contiguous().transpose(-1, -2)
-        args[i] = strided.requires_grad_(tensor.requires_grad)
+        args[i] = transposed_in_memory(tensor).requires_grad_(tensor.requires_grad)
     try:
         contiguous = unit_results(target, inputs.args)
         again = unit_results(target, inputs.args)

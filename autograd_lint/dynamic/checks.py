@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from .boundaries import check_boundaries
+from .compiled import compare_compiled
 from .deliberate import deliberate_gradient
 from .errors import CodeError, NotChecked, first_line
 from .forward_backward import check_forward_backward
@@ -45,7 +46,6 @@ from .inputs import RECORDED, SYNTHESIZED, Inputs, differentiable_positions, sho
 from .isolation import PROBE_SECONDS, run_isolated
 from .mutation import check_input_mutation
 from .none_gradients import freeze_none_gradients
-from .op_checks import compare_compiled
 from .optional_inputs import given_candidates, optional_tensor_positions, robust
 from .partial_inputs import check_optional_none, check_partial_requires_grad
 from .precision import (

@@ -18,9 +18,28 @@ import torch
 
 from .errors import first_line
 from .precision import Precision
-from .probing import tensors_of
+from .probing import tensors_in, tensors_of
+from .target import Target
 
 _WEIGHT_SEED = 1234
+
+
+def compare_compiled(target: Target, call: Any, make_args: Any) -> None:
+    """AGD017 for one call (AGD900 when torch.compile cannot run here). Not
+    where the run leans on the CPU stand-ins (Triton's interpreter, CUDA
+    queries answered): dynamo would trace them, not what users compile, and
+    fails on them; the comparison is for a machine that runs the code."""
+    if target.emulated():
+        return
+    try:
+        found = compiled_difference(call, make_args, target.precision)
+    except CompileFailed as exc:
+        target.report("AGD900", reason=f"not compared with torch.compile, which raised {exc}")
+        return
+    if found is not None:
+        what, detail = found
+        target.report("AGD017", what=what, detail=detail,
+                      precision=target.precision.describe())
 
 
 def compiled_difference(call: Callable[..., Any], make_args: Callable[[], tuple[Any, ...]],
@@ -55,7 +74,7 @@ def _run(call: Callable[..., Any], args: tuple[Any, ...], raising: bool = False
     """(floating outputs, gradients of the inputs that require grad)."""
     try:
         outputs = [t for t in tensors_of(call(*args)) if t.is_floating_point()]
-        leaves = [t for t in _tensors(args) if t.requires_grad]
+        leaves = [t for t in tensors_in(args) if t.requires_grad]
         differentiable = [t for t in outputs if t.requires_grad]
         grads: list[torch.Tensor] = []
         if differentiable and leaves:
@@ -68,16 +87,6 @@ def _run(call: Callable[..., Any], args: tuple[Any, ...], raising: bool = False
             raise
         return None
     return [t.detach() for t in outputs], grads
-
-
-def _tensors(args: tuple[Any, ...]) -> list[torch.Tensor]:
-    found: list[torch.Tensor] = []
-    for value in args:
-        if isinstance(value, torch.Tensor):
-            found.append(value)
-        elif isinstance(value, (list, tuple)):
-            found.extend(v for v in value if isinstance(v, torch.Tensor))
-    return found
 
 
 def _weights(tensor: torch.Tensor) -> torch.Tensor:

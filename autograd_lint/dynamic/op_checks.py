@@ -16,12 +16,12 @@ from typing import Any
 
 import torch
 
-from .compiled import CompileFailed, compiled_difference
+from .compiled import compare_compiled
 from .errors import environmental, first_line
 from .inputs import Inputs
-from .op_inputs import choose_op_inputs, copies, op_error, with_grad
+from .op_inputs import choose_op_inputs, copies, op_error, repeats, with_grad
 from .precision import FLOAT64, Precision, dtype_of, float32
-from .probing import identical, tensors_of
+from .probing import map_tensors, tensors_in, tensors_of, transposed_in_memory
 from .target import Target
 
 COMPILED_TEST = "test_aot_dispatch_dynamic"
@@ -41,7 +41,7 @@ def run_op_checks(target: Target, op: Any, calls: list[dict[str, Any]],
     strided = _non_contiguous(inputs)
     if strided is not None:
         variants.append((", non-contiguous", strided))
-    tests = None if _repeatable(target, inputs) else _TESTS_OF_A_RANDOM_OP
+    tests = None if repeats(target, inputs) else _TESTS_OF_A_RANDOM_OP
     if not traceable:
         tests = _UNTRACED_TESTS
     failed: set[str] = set()
@@ -77,24 +77,6 @@ _TESTS_OF_A_RANDOM_OP = ("test_schema", "test_autograd_registration", "test_fake
 _UNTRACED_TESTS = ("test_schema", "test_autograd_registration")
 
 
-def compare_compiled(target: Target, call: Any, make_args: Any) -> None:
-    """AGD017 for one call (AGD900 when torch.compile cannot run here). Not
-    where the run leans on the CPU stand-ins (Triton's interpreter, CUDA
-    queries answered): dynamo would trace them, not what users compile, and
-    fails on them; the comparison is for a machine that runs the code."""
-    if target.emulated():
-        return
-    try:
-        found = compiled_difference(call, make_args, target.precision)
-    except CompileFailed as exc:
-        target.report("AGD900", reason=f"not compared with torch.compile, which raised {exc}")
-        return
-    if found is not None:
-        what, detail = found
-        target.report("AGD017", what=what, detail=detail,
-                      precision=target.precision.describe())
-
-
 def _opcheck(op: Any, inputs: Inputs, tests: tuple[str, ...] | None
              ) -> list[tuple[str, str]]:
     """(test, first line of its error) for each failing opcheck test."""
@@ -120,43 +102,22 @@ def _refused(target: Target, inputs: Inputs) -> bool:
         outputs = [t for t in tensors_of(target.apply(*args)) if t.requires_grad]
         if outputs:
             torch.autograd.grad([t.sum() for t in outputs],
-                                [t for t in _leaves(args) if t.requires_grad],
+                                [t for t in tensors_in(args) if t.requires_grad],
                                 allow_unused=True)
     except Exception:
         return True
     return False
 
 
-def _leaves(args: tuple[Any, ...]) -> list[torch.Tensor]:
-    return [t for a in args for t in (a if isinstance(a, list) else [a])
-            if isinstance(t, torch.Tensor)]
-
-
-def _repeatable(target: Target, inputs: Inputs) -> bool:
-    try:
-        with torch.no_grad():
-            first, second = (tensors_of(target.apply(*copies(inputs.args))) for _ in range(2))
-    except Exception:
-        return True
-    return identical(first, second)
-
-
 def _non_contiguous(inputs: Inputs) -> Inputs | None:
     """The same values, each tensor of two or more dimensions transposed in memory."""
-    changed = False
+    def transposable(tensor: torch.Tensor) -> bool:
+        return tensor.dim() >= 2 and tensor.shape[-1] > 1 and tensor.shape[-2] > 1
 
-    def strided(value: Any) -> Any:
-        nonlocal changed
-        if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[-1] > 1 and \
-                value.shape[-2] > 1:
-            changed = True
-            return value.detach().transpose(-1, -2).contiguous().transpose(-1, -2)
-        if isinstance(value, list):
-            return [strided(v) for v in value]
-        return value
-
-    args = tuple(strided(a) for a in inputs.args)
-    return replace(inputs, args=args) if changed else None
+    if not any(transposable(t) for t in tensors_in(inputs.args)):
+        return None
+    return replace(inputs, args=map_tensors(inputs.args, lambda t: transposed_in_memory(t)
+                                            if transposable(t) else t))
 
 
 def _precision(inputs: Inputs) -> Precision:

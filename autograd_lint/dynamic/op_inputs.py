@@ -21,7 +21,7 @@ import torch
 from .errors import NotChecked, Unsynthesizable, environmental, first_line
 from .inputs import Inputs, Synthesis, recorded
 from .precision import LADDER
-from .probing import fresh, identical, tensors_of
+from .probing import identical, map_tensors, tensors_of
 from .recording import TORCH_NAMESPACES
 from .target import Target
 
@@ -277,13 +277,12 @@ def _raised_in_project_code(exc: BaseException) -> bool:
     """Whether a frame of the traceback is outside torch and autograd-lint."""
     import os
 
-    ours = (os.path.dirname(os.path.dirname(torch.__file__)), os.path.dirname(
-        os.path.dirname(os.path.abspath(__file__))))
-    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+    ours = (os.path.dirname(os.path.abspath(torch.__file__)),  # torch's package
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # autograd_lint
     frame = exc.__traceback__
     while frame is not None:
         filename = os.path.abspath(frame.tb_frame.f_code.co_filename)
-        if not filename.startswith((torch_dir, ours[1])) and "<" not in filename:
+        if not filename.startswith(ours) and "<" not in filename:
             return True
         frame = frame.tb_next
     return False
@@ -299,27 +298,13 @@ def _listed(candidate: Inputs, positions: list[int]) -> Inputs:
 
 
 def without_grad(inputs: Inputs) -> Inputs:
-    return replace(inputs, args=tuple(_detached(a) for a in inputs.args))
+    return replace(inputs, args=map_tensors(inputs.args, lambda t: t.detach().clone()))
 
 
 def with_grad(inputs: Inputs) -> Inputs:
     """Floating tensors require grad: an op with an autograd formula."""
-    def requiring(value: Any) -> Any:
-        if isinstance(value, torch.Tensor) and value.is_floating_point():
-            return value.detach().clone().requires_grad_(True)
-        if isinstance(value, list):
-            return [requiring(v) for v in value]
-        return value
-
-    return replace(inputs, args=tuple(requiring(a) for a in inputs.args))
-
-
-def _detached(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, list):
-        return [_detached(v) for v in value]
-    return value
+    return replace(inputs, args=map_tensors(inputs.args, lambda t: t.detach().clone(
+        ).requires_grad_(True) if t.is_floating_point() else t))
 
 
 def op_error(target: Target, inputs: Inputs, raising: bool = False) -> str | None:
@@ -328,9 +313,7 @@ def op_error(target: Target, inputs: Inputs, raising: bool = False) -> str | Non
     kernel leaves unwritten for these sizes). With `raising`, what the op
     raised comes out as `_Raised`."""
     try:
-        with torch.no_grad():
-            first = tensors_of(target.apply(*copies(inputs.args)))
-            second = tensors_of(target.apply(*copies(inputs.args)))
+        first, second = _twice(target, inputs)
     except Exception as exc:
         if raising:
             raise _Raised(exc) from None
@@ -339,25 +322,33 @@ def op_error(target: Target, inputs: Inputs, raising: bool = False) -> str | Non
         return "an output is empty"
     if not all(bool(torch.isfinite(t).all()) for t in first if t.is_floating_point()):
         return "non-finite outputs"
-    if not identical(first, second) and not _random(target, inputs):
+    if not identical(first, second) and not repeats(target, inputs, seed=0):
         return "identical calls give different results"
     return None
 
 
-def _random(target: Target, inputs: Inputs) -> bool:
-    """Whether the op draws random numbers (equal outputs under one seed)."""
+def repeats(target: Target, inputs: Inputs, seed: int | None = None) -> bool:
+    """Whether two calls give the same outputs (with `seed`, each after
+    seeding torch's generator: a random op repeats itself then). A call that
+    raises is not this question's to answer: True."""
     try:
-        with torch.no_grad():
-            torch.manual_seed(0)
-            first = tensors_of(target.apply(*copies(inputs.args)))
-            torch.manual_seed(0)
-            second = tensors_of(target.apply(*copies(inputs.args)))
+        return identical(*_twice(target, inputs, seed))
     except Exception:
-        return False
-    return identical(first, second)
+        return seed is None
+
+
+def _twice(target: Target, inputs: Inputs, seed: int | None = None
+           ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The op's tensor outputs from two calls on fresh copies of the inputs."""
+    runs = []
+    with torch.no_grad():
+        for _ in range(2):
+            if seed is not None:
+                torch.manual_seed(seed)
+            runs.append(tensors_of(target.apply(*copies(inputs.args))))
+    return runs[0], runs[1]
 
 
 def copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """Fresh copies, lists of tensors included (the op may write its inputs)."""
-    return tuple(list(fresh(tuple(a))) if isinstance(a, list) else fresh((a,))[0]
-                 for a in args)
+    return map_tensors(args, lambda t: t.detach().clone().requires_grad_(t.requires_grad))

@@ -2,6 +2,7 @@
 inputs, pick out its tensor outputs, run a backward with unit gradients."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -69,6 +70,26 @@ def unit_results(target: Target, args: tuple[Any, ...]
     outputs and the gradients, detached (what two runs are compared by)."""
     outputs, _, grads = unit_backward(target, fresh(args))
     return [t.detach() for t in outputs], [t.detach() for t in grads if t is not None]
+
+
+def map_tensors(args: tuple[Any, ...], change: Callable[[torch.Tensor], torch.Tensor]
+                ) -> tuple[Any, ...]:
+    """The arguments with `change` applied to each tensor, also inside a list
+    of tensors (a custom op's `Tensor[]` parameter)."""
+    return tuple([change(v) if isinstance(v, torch.Tensor) else v for v in a]
+                 if isinstance(a, list) else change(a) if isinstance(a, torch.Tensor) else a
+                 for a in args)
+
+
+def tensors_in(args: tuple[Any, ...]) -> list[torch.Tensor]:
+    """The tensors among the arguments, also those inside a list or tuple."""
+    return [t for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))
+            if isinstance(t, torch.Tensor)]
+
+
+def transposed_in_memory(tensor: torch.Tensor) -> torch.Tensor:
+    """The same values, the last two dimensions swapped in memory (non-contiguous)."""
+    return tensor.detach().transpose(-1, -2).contiguous().transpose(-1, -2)
 
 
 def identical(first: list[torch.Tensor], second: list[torch.Tensor]) -> bool:

@@ -206,13 +206,18 @@ def _check_function(spec: dict[str, Any], module: Any, device: Any, stand_ins: A
                     legacy=spec.get("legacy", False),
                     tensor_hints=frozenset(spec.get("tensor_inputs", ())),
                     emulated=lambda: _emulated(stand_ins))
-    if request.get("timeout"):
-        # The extras get what is left of the first 60% of the budget.
-        target.extras_until = time.monotonic() + 0.6 * float(request["timeout"])
+    _budget_extras(target, request)
     used = run_all(target, spec.get("recorded", ()))
     entry["findings"] = target.findings
     entry["inputs"] = used.describe() if used is not None else "none"
     entry["precision"] = target.precision.describe()
+
+
+def _budget_extras(target: Any, request: dict[str, Any]) -> None:
+    """The extra probes get what is left of the first 60% of the per-target
+    timeout: they never cost the target its verdict."""
+    if request.get("timeout"):
+        target.extras_until = time.monotonic() + 0.6 * float(request["timeout"])
 
 
 def _emulated(stand_ins: Any) -> bool:
@@ -232,8 +237,7 @@ def _check_op(spec: dict[str, Any], module: Any, device: Any, known_ops: set[str
     impl = python_impl(op, module, spec["qualname"])
     target = Target(op_stand_in(op, impl), False, False, False, device,
                     emulated=lambda: _emulated(stand_ins))
-    if request.get("timeout"):
-        target.extras_until = time.monotonic() + 0.6 * float(request["timeout"])
+    _budget_extras(target, request)
     used = run_op_checks(target, op, list(spec.get("recorded", ())),
                          spec.get("op_autograd", False), fake_is_impl(op, impl))
     entry["findings"] = target.findings
