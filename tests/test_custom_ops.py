@@ -395,3 +395,44 @@ def test_registered_callbacks_read_saved_tensors_once_and_compute_in_backward() 
 
         torch.library.register_autograd("t::exp2", _backward, setup_context=_setup)
     ''', CALLBACK_RULES) == {(10, "AGF206"), (12, "AGF003"), (16, "AGF210")}
+
+
+def test_a_wrappers_fake_is_its_own_ops_not_another_of_that_name(tmp_path: Path) -> None:
+    """`direct_register_custom_op("quant", impl, fake_impl=fake)` registers
+    `fake` for the op it defines (its namespace not known statically), not
+    for another project's `other::quant` scanned beside it."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "__init__.py").write_text("")
+    assert tree(tmp_path, {
+        "pkg/utils.py": '''
+            vendor_lib = torch.library.Library("vendor", "FRAGMENT")
+
+            def direct_register_custom_op(op_name, op_func, mutates_args=None, fake_impl=None):
+                schema = torch.library.infer_schema(op_func, mutates_args=mutates_args)
+                vendor_lib.define(op_name + schema)
+                vendor_lib.impl(op_name, op_func, "CUDA")
+                if fake_impl is not None:
+                    vendor_lib._register_fake(op_name, fake_impl)
+        ''',
+        "pkg/ops.py": '''
+            from pkg.utils import direct_register_custom_op
+
+            def quant(x: Tensor) -> Tensor:
+                return x.round()
+
+            def quant_fake(x):
+                return torch.empty_like(x)
+
+            direct_register_custom_op("quant", quant, mutates_args=[], fake_impl=quant_fake)
+        ''',
+        "other/kernels.py": '''
+            @torch.library.custom_op("other::quant", mutates_args=())
+            def quant(x: Tensor, scale: float, rows: bool) -> Tensor:
+                return (x * scale).round()
+
+            @quant.register_fake
+            def _(x, scale, rows):
+                return torch.empty_like(x)
+        '''}) == set()

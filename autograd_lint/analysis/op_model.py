@@ -445,7 +445,9 @@ class _ModuleOps:
         self.ops.append(op)
         fake = self.function(bound.get(roles.get("fake", "")))
         if fake is not None:
-            self.fakes.append((qualified, fake))
+            # This op's own fake, passed in the same call: not one to pair by
+            # name (another project's `ns::name` may share the name).
+            op.fakes.append(fake)
 
 
 def _defines_op(call: ast.Call) -> bool:
