@@ -375,6 +375,10 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
                                candidates=self.relevance.candidates,
                                lazy=self._checking is not None)
         self.project.cache["op_module_names"] = self._op_modules
+        if self._gradcheck_role == "defer":  # another worker computes the answer
+            from .checkers.usage import PENDING_AGF301
+
+            self.project.cache[PENDING_AGF301] = []
         seed = self._gradchecked_seed
         if seed is not None:
             self.project.cache["gradchecked"] = (

@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from .engine_io import _describe
 from .findings import Finding, sort_findings
+from .project import GRADCHECK_READS
 
 if TYPE_CHECKING:
+    from .checkers.usage import PendingAGF301
     from .engine_io import FunctionTarget, LintResult
     from .engine_scope import ScanTable
+    from .files import ProjectRoots
     from .project import Project
     from .relevance import Relevance
     from .scan import FileScan
@@ -26,6 +29,9 @@ if TYPE_CHECKING:
 
 # Parsing this many bytes costs about as much as analysing a small file.
 _BYTES_PER_FILE_COST = 100_000
+# Following a file's gradient checks to the Functions they exercise costs
+# about this many times parsing it (fitted on the torch tree).
+_GRADCHECK_SEARCH_COST = 6.0
 
 
 def _can_fork() -> bool:
@@ -45,6 +51,7 @@ class PartResult:
     broken: set[str]  # files of the part that do not parse whole
     sparse: set[str]  # files parsed sparsely: the part's and those loaded for it
     gradchecked: tuple[set[tuple[str, str]], frozenset[str]] | None
+    pending: list[PendingAGF301]  # AGF301 findings the gradcheck answer may clear
 
 
 class _Parts:
@@ -62,42 +69,67 @@ class _Parts:
     _broken: set[str]
     _whole_only: set[str]
     _sparse_parsed: dict[str, bool]
+    _gradchecked_seed: dict[str, Any] | None
+    scan_tree: bool
+    project_roots: ProjectRoots
 
     def _init_parts(self) -> None:
         # Which Functions gradcheck exercises, as a worker found it.
         self._gradchecked: tuple[set[tuple[str, str]], frozenset[str]] | None = None
+        # Who computes that answer: this process when needed ("own"); in a
+        # run in parts, one worker ("answer") while the others report their
+        # AGF301 findings pending it ("defer").
+        self._gradcheck_role = "own"
 
     def _analyse_in_parts(self, scans: ScanTable, relevant: list[str], targets: list[str],
                           broken: frozenset[str] | set[str]) -> bool:
         """Analyse `targets` in forked workers, a part each, and take their
         results; False when the files make one part, workers cannot be forked,
         or one failed: the caller analyses them in this process then."""
-        parts = self._parts(targets, scans)
+        answer_once = self._answers_gradcheck(targets)
+        search = self._gradcheck_search_cost(scans) if answer_once else 0.0
+        parts = self._parts(targets, scans, search)
         if len(parts) < 2 or not _can_fork():
             return False
-        results = self._run_parts(scans, relevant, parts, broken)
+        results = self._run_parts(scans, relevant, parts, broken, answer_once)
         if results is not None:
             found_broken = set().union(*(r.broken for r in results))
             if any(r.sparse & found_broken for r in results):
                 # Rare: a worker read a file sparsely that does not parse
                 # whole; all analyse again as the whole parses see it.
                 self._whole_only |= found_broken
-                results = self._run_parts(scans, relevant, parts, broken)
+                results = self._run_parts(scans, relevant, parts, broken, answer_once)
         if results is None:
             return False
         self._merge(results)
+        if answer_once:
+            self._settle_pending(results)
         self.result.workers = len(results)
         return True
 
-    def _parts(self, targets: list[str], scans: ScanTable) -> list[list[str]]:
+    def _answers_gradcheck(self, targets: list[str]) -> bool:
+        """Whether AGF301 needs the project's gradcheck answer here and no
+        stored one holds: one worker then computes it, not every one."""
+        return self.scan_tree and self._gradchecked_seed is None and any(
+            p in self.relevance.defining and "AGF301" in self._by_path[p].codes
+            for p in targets)
+
+    def _gradcheck_search_cost(self, scans: ScanTable) -> float:
+        """The expected cost of the gradcheck answer, in `_expected_cost`'s units."""
+        return sum(_GRADCHECK_SEARCH_COST * (1.0 + _size(path) / _BYTES_PER_FILE_COST)
+                   for path in self.relevance.gradchecking)
+
+    def _parts(self, targets: list[str], scans: ScanTable,
+               last_extra: float = 0.0) -> list[list[str]]:
         """The files to analyse cut into one run of neighbours per worker
         (neighbours import each other: fewer files parsed twice), balanced
-        by the cost each file is expected to have."""
+        by the cost each file is expected to have; `last_extra`: work the
+        last part does besides its files."""
         workers = self.jobs if self.jobs is not None else (os.cpu_count() or 1)
         if workers < 2:
             return [targets]
         costs = [self._expected_cost(path, scans[path]) for path in targets]
-        share = sum(costs) / workers
+        share = (sum(costs) + last_extra) / workers
         parts: list[list[str]] = [[]]
         filled = 0.0
         for path, cost in zip(targets, costs, strict=True):
@@ -111,23 +143,23 @@ class _Parts:
         """A file's analysis time, in units of what any file costs: the rules
         run per Function, parsing costs by size (fitted on the torch tree,
         where a file costs about 5 ms, a Function as much, a megabyte 50 ms)."""
-        try:
-            size = os.stat(path).st_size
-        except OSError:
-            size = 0
         functions = sum(name in self.relevance.candidates for name, _ in scan.headers)
-        return 1.0 + functions + size / _BYTES_PER_FILE_COST
+        return 1.0 + functions + _size(path) / _BYTES_PER_FILE_COST
 
     def _run_parts(self, scans: ScanTable, relevant: list[str],
-                   parts: list[list[str]], broken: frozenset[str] | set[str]
-                   ) -> list[PartResult] | None:
-        """Each part analysed in a forked worker; None when one failed."""
+                   parts: list[list[str]], broken: frozenset[str] | set[str],
+                   answer_once: bool) -> list[PartResult] | None:
+        """Each part analysed in a forked worker; None when one failed.
+        `answer_once`: the last part computes the gradcheck answer, the
+        others leave their AGF301 findings pending it."""
         import multiprocessing
 
         context = multiprocessing.get_context("fork")
         running = []
         try:
-            for part in parts:
+            for number, part in enumerate(parts):
+                self._gradcheck_role = "own" if not answer_once else \
+                    "answer" if number == len(parts) - 1 else "defer"
                 reader, writer = context.Pipe(duplex=False)
                 # The read ends this worker inherits (its own among them),
                 # for it to close: a write to a pipe without a reader then
@@ -143,6 +175,8 @@ class _Parts:
             for worker, _ in running:
                 worker.kill()
             return None
+        finally:
+            self._gradcheck_role = "own"  # (the workers took theirs)
         results: list[PartResult] | None = []
         for worker, reader in running:
             try:
@@ -168,12 +202,18 @@ class _Parts:
             self.jobs = 1  # this worker has its core; no pools of its own
             errors_before = len(self.result.errors)
             self._lint(scans, relevant, part, self._context(part, relevant, scans, broken))
+            from .checkers.usage import PENDING_AGF301, gradchecked
+
+            if self._gradcheck_role == "answer" and self.project is not None:
+                gradchecked(self.project)  # if no file of the part asked for it
             computed = self.project.cache.get("gradchecked") if self.project else None
+            pending = self.project.cache.get(PENDING_AGF301, []) if self.project else []
             writer.send(PartResult(
                 findings={p: self._file_findings[p] for p in part if p in self._file_findings},
                 reads={p: self._reads[p] for p in part if p in self._reads},
                 errors=self.result.errors[errors_before:], functions=self.result.functions,
                 broken=self._broken, gradchecked=computed,  # type: ignore[arg-type]
+                pending=list(pending),  # type: ignore[call-overload]
                 sparse={p for p, sparse in self._sparse_parsed.items() if sparse}))
         except BaseException as exc:  # the parent analyses in one process instead
             try:
@@ -194,3 +234,30 @@ class _Parts:
                 self._gradchecked = part.gradchecked
         self.result.findings = sort_findings(
             [finding for findings in self._file_findings.values() for finding in findings])
+
+    def _settle_pending(self, results: list[PartResult]) -> None:
+        """Drop the pending AGF301 findings that the answer (the last
+        part's) covers; the files that waited for it read what it read."""
+        from .checkers.usage import GradcheckAnswer
+
+        assert self._gradchecked is not None
+        exercised, answer_reads = self._gradchecked
+        answer = GradcheckAnswer(exercised, self.project_roots.of)
+        covered = {(p.path, p.line, p.column) for r in results for p in r.pending
+                   if answer.covers(p.path, p.key, p.name)}
+        for path in {path for path, _, _ in covered}:
+            self._file_findings[path] = [
+                f for f in self._file_findings.get(path, ())
+                if f.code != "AGF301" or (f.path, f.line, f.column) not in covered]
+        for reads in self._reads.values():
+            if GRADCHECK_READS in reads:
+                reads.update(answer_reads)
+        self.result.findings = sort_findings(
+            [finding for findings in self._file_findings.values() for finding in findings])
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

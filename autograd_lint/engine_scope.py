@@ -110,6 +110,7 @@ class _Scope:
     relevance: Relevance
     _by_path: dict[str, SourceInput]
     _gradchecked_seed: dict[str, Any] | None
+    _gradcheck_role: str  # engine_parts': who computes the gradcheck answer
 
     def _init_scope(self) -> None:
         # An incremental run's (and a worker's): the files that matter but
@@ -165,8 +166,9 @@ class _Scope:
         self._context_paths = set(relevant) - analysed
         defined = scans.class_names(analysed) & self.relevance.candidates
         context = {path for path in self._context_paths if scans.base_names([path]) & defined}
-        if self.scan_tree and self._gradchecked_seed is None and any(
-                p in self.relevance.defining and "AGF301" in self._by_path[p].codes
-                for p in analysed):
+        if self.scan_tree and self._gradchecked_seed is None and (
+                self._gradcheck_role == "answer" or self._gradcheck_role == "own" and any(
+                    p in self.relevance.defining and "AGF301" in self._by_path[p].codes
+                    for p in analysed)):
             context |= self.relevance.gradchecking & self._context_paths
         return context - self._broken_context

@@ -7,7 +7,7 @@ through each call site's own scope, and across modules through the project.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from autograd_lint.analysis.function_facts import FunctionFacts, facts_of, only_raises
@@ -19,7 +19,7 @@ from autograd_lint.model import ClassInfo, FunctionNode, ModuleInfo, Scope, plai
 from autograd_lint.project import GRADCHECK_READS, FunctionClass, Project, Resolved
 from autograd_lint.scan import COMPARE_WORDS, checks_gradients
 
-from .base import Checker, source_text
+from .base import Checker, node_range, source_text
 
 _DIRECT_METHODS = frozenset({"forward", "backward", "vjp", "jvp"})
 _GRADCHECKS = frozenset({"gradcheck", "gradgradcheck", "opcheck"})
@@ -173,15 +173,14 @@ class UsageChecker(Checker):
             for call, site in CallSites(module, self.project, _names_used(module)):
                 self.agf105_function_instantiated(module, call, site, called)
         if self.enabled("AGF301") and self.project.scan_tree and self.project.has_tests(module):
-            exercised = gradchecked(self.project)
-            # Backends that stand in for each other keep the public class name
-            # (a device's copy of `LigerRMSNormFunction` in a module of its
-            # own): the project's test of that name runs whichever one the
-            # device selects. Classes defined in tests are each their own.
-            checked_names = {(self.project.root_of(path), key.rpartition(".")[2]): path
-                             for path, key in exercised if not is_test_path(path)}
+            pending = self.project.cache.get(PENDING_AGF301)
+            if isinstance(pending, list):  # the run answers after its parts (engine_parts)
+                self.project.reads.read(GRADCHECK_READS)
+                answer = None
+            else:
+                answer = GradcheckAnswer(gradchecked(self.project), self.project.root_of)
             for fn in self.project.functions_in(module):
-                self.agf301_no_gradcheck(fn, exercised, checked_names)
+                self.agf301_no_gradcheck(fn, answer, pending)
 
     def check_function(self, fn: FunctionClass, facts: FunctionFacts) -> None:
         """Usage rules work per module (see check_module)."""
@@ -209,14 +208,11 @@ class UsageChecker(Checker):
                           why="so autograd records nothing and gradients silently stop here")
 
     # -- AGF301 ----------------------------------------------------------------
-    def agf301_no_gradcheck(self, fn: FunctionClass, exercised: set[tuple[str, str]],
-                            checked_names: dict[tuple[str | None, str], str]) -> None:
-        if (fn.module.path, fn.info.key) in exercised or self.project.has_subclasses(fn):
+    def agf301_no_gradcheck(self, fn: FunctionClass, answer: GradcheckAnswer | None,
+                            pending: list[PendingAGF301] | None) -> None:
+        if answer is not None and answer.covers(fn.module.path, fn.info.key, fn.name) or \
+                self.project.has_subclasses(fn):
             return
-        namesake = checked_names.get((self.project.root_of(fn.module.path), fn.name))
-        if namesake is not None and namesake != fn.module.path and \
-                not is_test_path(fn.module.path):
-            return  # another backend's class of the same name is checked
         if fn.method("forward") is None or (fn.method("backward") is None and
                                             fn.method("vjp") is None):
             return  # cannot be gradchecked as written (AGF106 / AGF111 say why)
@@ -227,6 +223,48 @@ class UsageChecker(Checker):
         if backward is not None and backward.node is not None and only_raises(backward.node):
             return  # inference only: there is no gradient to check
         self.reporter.add("AGF301", fn.node, function=fn.name, name=fn.name)
+        if answer is None and pending is not None:
+            line, column, _, _ = node_range(fn.node)
+            pending.append(PendingAGF301(fn.module.path, line, column, fn.info.key, fn.name))
+
+
+class GradcheckAnswer:
+    """Whether the project's gradient checks cover a Function: its own class
+    is exercised, or (backends that stand in for each other keep the public
+    class name: a device's copy of `LigerRMSNormFunction` in a module of its
+    own) the project's class of that name outside its tests is, which runs
+    whichever one the device selects. Classes defined in tests are each
+    their own."""
+
+    def __init__(self, exercised: set[tuple[str, str]],
+                 root_of: Callable[[str], str | None]) -> None:
+        self.exercised = exercised
+        self.root_of = root_of
+        self.checked_names = {(root_of(path), key.rpartition(".")[2]): path
+                              for path, key in exercised if not is_test_path(path)}
+
+    def covers(self, path: str, key: str, name: str) -> bool:
+        if (path, key) in self.exercised:
+            return True
+        namesake = self.checked_names.get((self.root_of(path), name))
+        return namesake is not None and namesake != path and not is_test_path(path)
+
+
+# project.cache[PENDING_AGF301], when set to a list, asks AGF301 to report the
+# Functions it cannot clear without the gradcheck answer and to list them:
+# a run in parts computes that answer once and settles them (engine_parts).
+PENDING_AGF301 = "agf301-pending"
+
+
+@dataclass(frozen=True)
+class PendingAGF301:
+    """An AGF301 finding that stands unless the gradcheck answer covers it."""
+
+    path: str
+    line: int
+    column: int
+    key: str
+    name: str
 
 
 # ---------------------------------------------------------------------------

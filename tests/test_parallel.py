@@ -145,3 +145,62 @@ def test_workers_find_what_one_process_finds_on_the_torch_tree() -> None:
     assert rows(parallel) == rows(serial)
     assert parallel.functions == serial.functions
     assert len(parallel.findings) > 50
+
+
+def _function(name: str, factor: int) -> str:
+    return textwrap.dedent(f'''
+        import torch
+
+
+        class {name}(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * {factor}
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * {factor}
+        ''')
+
+
+def test_one_worker_answers_which_functions_gradcheck_exercises(
+        tmp_path: Path, small_parts: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The answer is a search of the whole project's tests; every part used
+    # to compute it again. One worker computes it now, the others' AGF301
+    # findings wait for it: those it covers are dropped, the rest stand.
+    for n in range(6):
+        (tmp_path / f"m{n}_ops.py").write_text(_function(f"Op{n}", n + 2))
+    backends = tmp_path / "backends"
+    backends.mkdir()
+    (backends / "cpu.py").write_text(_function("Op0", 2))  # stands in for m0_ops.Op0
+    (tmp_path / "test_ops.py").write_text(textwrap.dedent('''
+        import torch
+        from m0_ops import Op0
+        from m4_ops import Op4
+
+
+        def test_gradients():
+            x = torch.randn(3, dtype=torch.double, requires_grad=True)
+            assert torch.autograd.gradcheck(Op0.apply, (x,))
+            assert torch.autograd.gradcheck(Op4.apply, (x,))
+        '''))
+    from autograd_lint.checkers import usage
+
+    computed = tmp_path.parent / f"{tmp_path.name}-answers"
+    search = usage.gradchecked
+
+    def counted(project):  # the workers are forked: they count in a file
+        if "gradchecked" not in project.cache:
+            with computed.open("a") as log:
+                log.write(f"{os.getpid()}\n")
+        return search(project)
+
+    monkeypatch.setattr(usage, "gradchecked", counted)
+    serial = run(tmp_path, jobs=1)
+    computed.unlink()
+    parallel = run(tmp_path, jobs=2)
+    assert parallel.workers == 2
+    assert len(computed.read_text().split()) == 1
+    assert rows(parallel) == rows(serial)
+    unchecked = sorted(Path(f.path).name for f in parallel.findings if f.code == "AGF301")
+    assert unchecked == ["m1_ops.py", "m2_ops.py", "m3_ops.py", "m5_ops.py"]

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -203,21 +205,43 @@ class _ModuleOps:
     # -- collection -----------------------------------------------------------
     def collect(self) -> _ModuleOps:
         calls: list[ast.Call] = []
-        for statement in self._statements():
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Call):
-                    calls.append(node)
-                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    self._decorated(node)
-                elif isinstance(node, ast.Assign):
-                    self._library(node)
+        for node in self._registering_nodes():
+            if isinstance(node, ast.Call):
+                calls.append(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._decorated(node)
+            elif isinstance(node, ast.Assign):
+                self._library(node)
         for call in calls:  # after the defs and libraries they may name
             self._call(call)
         return self
 
-    def _statements(self) -> list[ast.stmt]:
-        """The top-level statements whose lines name one of torch.library's
-        words (a module of thousands of lines registers ops in a few)."""
+    def _registering_nodes(self) -> Iterator[ast.AST]:
+        """The nodes, breadth first as `ast.walk` visits them, whose lines
+        take in a line naming one of torch.library's words: a module of
+        thousands of lines registers ops in a few, and a class that
+        registers one op need not be walked whole."""
+        lines = self._registering_lines()
+        if not lines:
+            return
+
+        def spans_one(node: ast.AST) -> bool:
+            first = getattr(node, "lineno", None)
+            if first is None:
+                return True  # (`arguments`, comprehensions): their children say
+            first = min([first, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+            at = bisect.bisect_left(lines, first)
+            return at < len(lines) and lines[at] <= (getattr(node, "end_lineno", None) or first)
+
+        for statement in self.module.tree.body:
+            queue = deque([statement] if spans_one(statement) else [])
+            while queue:
+                node = queue.popleft()
+                yield node
+                queue.extend(child for child in ast.iter_child_nodes(node) if spans_one(child))
+
+    def _registering_lines(self) -> list[int]:
+        """The lines naming one of torch.library's words, in order."""
         source = self.module.source
         lines: list[int] = []
         line, counted = 1, 0
@@ -226,17 +250,7 @@ class _ModuleOps:
             counted = match.start()
             if not lines or lines[-1] != line:
                 lines.append(line)
-        if not lines:
-            return []
-        kept = []
-        for statement in self.module.tree.body:
-            first = min([statement.lineno, *(d.lineno for d in
-                                             getattr(statement, "decorator_list", ()))])
-            last = statement.end_lineno or statement.lineno
-            at = bisect.bisect_left(lines, first)
-            if at < len(lines) and lines[at] <= last:
-                kept.append(statement)
-        return kept
+        return lines
 
     def _library(self, node: ast.Assign) -> None:
         value = node.value
