@@ -111,13 +111,27 @@ def _add_selection(check: argparse.ArgumentParser) -> None:
 def _add_output(check: argparse.ArgumentParser) -> None:
     """What is printed, and the exit status."""
     check.add_argument("--format", "--output-format", dest="format", default="text",
-                       choices=("text", "full", "concise", "json", "sarif", "github"),
+                       choices=("text", "full", "concise", "json", "json-lines", "sarif",
+                                "github", "gitlab", "junit", "pylint"),
                        help="output format: full (source line, caret, help), concise (one "
                             "line per finding), text (full on a terminal, else concise), "
-                            "json, sarif (SARIF 2.1.0 for code scanning) or github "
-                            "(workflow annotations); default: text")
+                            "json, json-lines (one JSON object per line), sarif (SARIF "
+                            "2.1.0 for code scanning), github (workflow annotations), gitlab "
+                            "(Code Quality), junit (JUnit XML) or pylint (path:line: [CODE] "
+                            "message); default: text")
+    check.add_argument("-o", "--output-file", metavar="FILE",
+                       help="write the report to FILE instead of standard output")
+    check.add_argument("-w", "--watch", action="store_true",
+                       help="check again whenever a file under the paths changes (Ctrl-C "
+                            "stops)")
+    check.add_argument("--show-files", action="store_true",
+                       help="list the files the run would check, and exit")
+    check.add_argument("--show-settings", action="store_true",
+                       help="print the configuration and rules that apply to each path, "
+                            "and exit")
     check.add_argument("--statistics", action="store_true",
-                       help="print a count per rule instead of the findings")
+                       help="print a count per rule instead of the findings ([*]: all "
+                            "fixable with --fix, [-]: some)")
     check.add_argument("-q", "--quiet", action="store_true",
                        help="print findings only, no summary line")
     check.add_argument("--exit-zero", action="store_true",
@@ -131,11 +145,17 @@ def _add_output(check: argparse.ArgumentParser) -> None:
 def _add_fixes(check: argparse.ArgumentParser) -> None:
     check.add_argument("--fix", action="store_true",
                        help="apply safe fixes to the files, then report what remains")
+    check.add_argument("--exit-non-zero-on-fix", action="store_true",
+                       help="with --fix, exit 1 when a file was fixed, even if no finding "
+                            "remains")
     check.add_argument("--unsafe-fixes", action="store_true",
                        help="with --fix or --diff, apply unsafe fixes too")
     check.add_argument("--diff", action="store_true",
                        help="print the fixes as a unified diff instead of writing them "
                             "(exit 1 when there is something to fix)")
+    check.add_argument("--add-noqa", action="store_true",
+                       help="write `# noqa: CODE` on the line of each finding (merged with "
+                            "the line's noqa comment), then exit 0")
 
 
 def _add_dynamic(check: argparse.ArgumentParser) -> None:

@@ -164,8 +164,9 @@ def _stdin_inputs(args: argparse.Namespace, plan: _Plan) -> list:
 
     if args.paths != ["-"]:
         raise ConfigError("`-` reads one file from stdin: name no other path with it")
-    if args.fix:
-        raise ConfigError("--fix cannot write back to stdin; use --diff, or name the file")
+    if args.fix or args.add_noqa:
+        flag = "--fix" if args.fix else "--add-noqa"
+        raise ConfigError(f"{flag} cannot write back to stdin; use --diff, or name the file")
     shown = args.stdin_filename or "-"
     plan.temporary = tempfile.TemporaryDirectory(prefix="autograd-lint-stdin-")
     name = os.path.basename(args.stdin_filename or "") or "stdin.py"
@@ -193,12 +194,36 @@ MAX_FIX_ROUNDS = 10  # fixes that overlap go in over several rounds
 
 def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
               keep: list[object] | None = None) -> int:
+    if args.watch:
+        from .watch import watch
+
+        if args.diff or args.add_noqa or args.output_file or "-" in (args.paths or []):
+            raise ConfigError("--watch cannot be combined with --diff, --add-noqa, "
+                              "--output-file or `-`")
+        args.watch = False  # each run a fresh one: the configuration may change too
+        return watch(lambda: run_check(args, out, err), args.paths or ["."], out)
     plan = _Plan(args, err)
     try:
-        return _check(args, plan, out, err, keep)
+        if not args.output_file:
+            return _check(args, plan, out, err, keep)
+        import io
+
+        report = io.StringIO()  # the file is written once the run has a report
+        code = _check(args, plan, report, err, keep)
+        _write_output_file(args.output_file, report.getvalue())
+        return code
     finally:
         if plan.temporary is not None:
             plan.temporary.cleanup()
+
+
+def _write_output_file(path: str, report: str) -> None:
+    """--output-file: the report, in a file (its folder made as needed)."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(report, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write --output-file {path}: {exc.strerror or exc}") from None
 
 
 def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
@@ -206,6 +231,8 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
     from .engine import lint_inputs
     from .lines import SourceLines
 
+    if args.add_noqa and (args.fix or args.diff or args.dynamic):
+        raise ConfigError("--add-noqa cannot be combined with --fix, --diff or --dynamic")
     if args.dynamic:
         from .dynamic.environment import missing_for_dynamic
 
@@ -218,7 +245,14 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
         from .baseline import read_baseline
 
         read_baseline(args.baseline)  # a bad baseline fails before the run, not after
+    if args.show_settings:
+        return _show_settings(args, plan, out)
     inputs = _collect_inputs(args, plan)
+    if args.show_files:
+        from .show import show_files
+
+        show_files(inputs, out)
+        return EXIT_CLEAN
     paths = args.paths or ["."]
     scan_tree = any(os.path.isdir(p) for p in paths)
     cache = None
@@ -233,6 +267,8 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
     paths = {i.display: i.path for i in inputs} | plan.shown_text
     if args.diff:
         return _show_diff(args, result, paths, out, err)
+    if args.add_noqa:
+        return _add_noqa(args, result, err)
     fixed = 0
     if args.fix:
         result, fixed = _apply_fixes(args, inputs, result, paths, err, keep, scan_tree)
@@ -291,6 +327,64 @@ def _apply_fixes(args: argparse.Namespace, inputs: list, result: LintResult,
     return result, fixed
 
 
+def _show_settings(args: argparse.Namespace, plan: _Plan, out: TextIO) -> int:
+    """--show-settings: for each path named, its configuration and rules."""
+    from .config import resolve_codes
+    from .show import show_settings
+
+    how = "none (--isolated: the defaults)" if args.isolated else "none found (the defaults)"
+    for number, path in enumerate(args.paths or ["."]):
+        if not os.path.exists(path):
+            raise ConfigError(f"path not found: {path}")
+        is_dir = os.path.isdir(path)
+        config = plan.config_for(path, is_dir)
+        codes = resolve_codes([config.selection, plan.cli]) if is_dir else plan.codes_for(path)
+        cache = None if args.no_cache else _cache_directory(args, plan)
+        if number:
+            out.write("\n")
+        show_settings(path, config, how, codes, plan.respects_gitignore(
+            path if is_dir else os.path.dirname(path) or "."), cache, out)
+    return EXIT_CLEAN
+
+
+def _add_noqa(args: argparse.Namespace, result: LintResult, err: TextIO) -> int:
+    """--add-noqa: each finding's code in a noqa comment on its line."""
+    from collections import defaultdict
+
+    from .files import fix_destination, fix_roots, write_atomically
+    from .noqa_writer import add_noqa_codes
+
+    by_file: dict[str, list] = defaultdict(list)
+    for finding in result.findings:
+        by_file[finding.path].append(finding)
+    roots = fix_roots(args.paths or ["."])
+    added, skipped = 0, []
+    for path, findings in by_file.items():
+        destination = fix_destination(path, roots)
+        try:
+            raw = Path(path).read_bytes()
+            text = raw.decode("utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            destination = None
+        if destination is None:  # not UTF-8, unreadable, or a link leading outside
+            skipped += findings
+            continue
+        edits = add_noqa_codes(text, findings)
+        if edits.added:
+            bom = "\ufeff" if raw.startswith(b"\xef\xbb\xbf") else ""
+            write_atomically(destination, (bom + edits.text).encode("utf-8"))
+        added += edits.added
+        skipped += edits.skipped
+    for finding in skipped:
+        err.write(f"autograd-lint: warning: {finding.path}:{finding.line}: {finding.code} "
+                  "not silenced: no comment can end that line\n")
+    for path, message in result.errors:
+        err.write(f"autograd-lint: error: {path}: {message}\n")
+    if not args.quiet:
+        err.write(f"Added {added} noqa directive{'' if added == 1 else 's'}.\n")
+    return EXIT_ERROR if result.errors else EXIT_CLEAN
+
+
 def _report(args: argparse.Namespace, findings: list, result: LintResult, lines: SourceLines,
             fixed: int, out: TextIO, err: TextIO) -> int:
     """Print the findings in the chosen format; the exit status."""
@@ -302,30 +396,20 @@ def _report(args: argparse.Namespace, findings: list, result: LintResult, lines:
 
         kept = new_findings(args.baseline, findings, lines)
         hidden, findings = len(findings) - len(kept), kept
-    if args.format == "sarif":
-        from .output import render_sarif
-
-        render_sarif(findings, lines, out)
-    elif args.format == "github":
-        from .output import render_github
-
-        render_github(findings, lines, out)
+    if args.format in _PROGRAM_FORMATS and not (args.statistics and args.format == "json"):
+        _render_for_programs(args, findings, lines, out)
     elif args.format == "json":
         import json
 
-        if args.statistics:
-            json.dump(statistics(findings), out, indent=2)
-        else:
-            from .output import json_findings
-
-            json.dump(json_findings(findings, lines, dynamic=args.dynamic), out, indent=2)
+        json.dump(statistics(findings), out, indent=2)
         out.write("\n")
-    elif args.statistics:
-        render_statistics(findings, out)
     else:
-        from .output import text_style
+        if args.statistics:
+            render_statistics(findings, out)
+        else:
+            from .output import text_style
 
-        render_text(findings, out, lines, text_style(args.format, out))
+            render_text(findings, out, lines, text_style(args.format, out))
         if not args.quiet:
             out.write(summary_line(findings, result.files_checked, fixed=fixed if args.fix
                                    else None) + "\n")
@@ -339,7 +423,31 @@ def _report(args: argparse.Namespace, findings: list, result: LintResult, lines:
         err.write(f"autograd-lint: error: {path}: {message}\n")
     if result.errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+    if args.exit_zero:
+        return EXIT_CLEAN
+    return EXIT_FINDINGS if findings or (args.exit_non_zero_on_fix and fixed) else EXIT_CLEAN
+
+
+def _render_for_programs(args: argparse.Namespace, findings: list, lines: SourceLines,
+                         out: TextIO) -> None:
+    """The formats read by programs: the findings only, never a summary line."""
+    from . import ci_reports, output
+
+    render = {
+        "json": lambda: output.render_json(findings, lines, out, dynamic=args.dynamic),
+        "json-lines": lambda: ci_reports.render_json_lines(findings, lines, out,
+                                                           dynamic=args.dynamic),
+        "sarif": lambda: output.render_sarif(findings, lines, out),
+        "github": lambda: output.render_github(findings, lines, out),
+        "gitlab": lambda: ci_reports.render_gitlab(findings, lines, out),
+        "junit": lambda: ci_reports.render_junit(findings, lines, out),
+        "pylint": lambda: ci_reports.render_pylint(findings, out),
+    }
+    render[args.format]()
+
+
+_PROGRAM_FORMATS = frozenset({"json", "json-lines", "sarif", "github", "gitlab", "junit",
+                              "pylint"})
 
 
 def _cache_directory(args: argparse.Namespace, plan: _Plan) -> Path:

@@ -46,7 +46,7 @@ from .engine_workers import _load_prctl, _workers_stop_with_run, forking
 from .files import ProjectRoots, is_test_path
 from .findings import Finding, sort_findings
 from .model import ModuleInfo, ModuleNamer, build_module
-from .noqa import filter_findings
+from .noqa import apply_noqa
 from .project import Project
 from .registry import default_codes
 
@@ -401,7 +401,8 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
                     checked = []
             reads.discard(entry.source.path)
             self._reads[entry.source.path] = reads
-            findings = findings + filter_findings(checked, entry.text)
+            findings = findings + apply_noqa(checked, entry.text, entry.module.path,
+                                             entry.source.codes)
             if self.collect_functions and not entry.source.context:
                 for fn in self.project.functions_in(entry.module):
                     target = _target(entry.source, fn, self.project)
@@ -451,4 +452,4 @@ def lint_source(source: str | bytes, path: str = "<string>",
     else:
         module = _module(path, path, tree, text)
     findings = check_module(module, Project([module, *context]), enabled)
-    return sort_findings(filter_findings(findings, text))
+    return sort_findings(apply_noqa(findings, text, path, enabled))

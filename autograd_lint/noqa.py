@@ -3,6 +3,8 @@
 `# noqa` on the reported line silences every finding there; `# noqa: AGF001,
 AGF006` only those codes. A comment `# autograd-lint: noqa` on a line of its own
 silences the whole file (`# autograd-lint: noqa: AGF008` only that code).
+AGF901 (opt-in) reports the codes of such comments that silence nothing; the
+comments `--add-noqa` writes are noqa_writer's.
 """
 from __future__ import annotations
 
@@ -25,10 +27,24 @@ _FILE_HINT = re.compile(r"autograd-lint\s*:\s*noqa", re.IGNORECASE)
 ALL = None  # a suppression without codes
 
 
+@dataclass(frozen=True)
+class NoqaComment:
+    """A `# noqa: CODES` comment (or a file-level one) naming codes: where
+    its directive is (the `ast` convention: 0-based UTF-8 byte columns) and
+    its codes as written."""
+
+    line: int
+    column: int
+    end_column: int
+    codes: tuple[str, ...]
+    file_level: bool
+
+
 @dataclass
 class Suppressions:
     lines: dict[int, frozenset[str] | None] = field(default_factory=dict)
     file_codes: frozenset[str] | None = frozenset()  # None: the whole file
+    comments: list[NoqaComment] = field(default_factory=list)
 
     def suppressed(self, finding: Finding) -> bool:
         if self.file_codes is None or finding.code in self.file_codes:
@@ -45,20 +61,23 @@ def _codes(text: str | None) -> frozenset[str] | None:
     return frozenset(c.upper() for c in _SPLIT.split(text.strip()) if c)
 
 
-def _comments(source: str) -> list[tuple[int, str, bool]]:
-    """(line, comment text, comment is alone on its line) for every comment."""
-    found: list[tuple[int, str, bool]] = []
+def _comments(source: str) -> list[tuple[int, str, bool, int]]:
+    """(line, comment text, comment is alone on its line, UTF-8 byte column
+    where it starts) for every comment."""
+    found: list[tuple[int, str, bool, int]] = []
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
             if token.type == tokenize.COMMENT:
-                alone = not token.line[: token.start[1]].strip()
-                found.append((token.start[0], token.string, alone))
+                before = token.line[: token.start[1]]
+                found.append((token.start[0], token.string, not before.strip(),
+                              len(before.encode())))
     except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
         # Unterminated constructs: fall back to a plain scan of the lines.
         for number, line in enumerate(LINE_BREAK.split(source), 1):  # as the parser counts
             index = line.find("#")
             if index >= 0:
-                found.append((number, line[index:], not line[:index].strip()))
+                found.append((number, line[index:], not line[:index].strip(),
+                              len(line[:index].encode())))
     return found
 
 
@@ -67,16 +86,24 @@ def parse_suppressions(source: str) -> Suppressions:
     if "noqa" not in source and "NOQA" not in source.upper():
         return result
     file_codes: set[str] = set()
-    for line, comment, alone in _comments(source):
-        if alone and (match := _FILE.search(comment)):
-            codes = _codes(match.group("codes"))
-            if codes is None:
-                result.file_codes = None
-                return result
-            file_codes.update(codes)
+    for line, comment, alone, column in _comments(source):
+        file_level = alone and (match := _FILE.search(comment)) is not None
+        if not file_level and (match := _LINE.search(comment)) is None:
             continue
-        if match := _LINE.search(comment):
-            result.lines[line] = _codes(match.group("codes"))
+        assert match is not None
+        codes = _codes(match.group("codes"))
+        if codes is not None:
+            written = tuple(c.upper() for c in _SPLIT.split(match.group("codes").strip()) if c)
+            result.comments.append(NoqaComment(
+                line, column + len(comment[:match.start()].encode()),
+                column + len(comment[:match.end()].encode()), written, file_level))
+        if not file_level:
+            result.lines[line] = codes
+        elif codes is None:
+            result.file_codes = None
+            return result
+        else:
+            file_codes.update(codes)
     result.file_codes = frozenset(file_codes)
     return result
 
@@ -86,6 +113,69 @@ def filter_findings(findings: list[Finding], source: str | None) -> list[Finding
         return findings
     suppressions = parse_suppressions(source)
     return [f for f in findings if not suppressions.suppressed(f)]
+
+
+def apply_noqa(findings: list[Finding], source: str | None, path: str,
+               codes: frozenset[str]) -> list[Finding]:
+    """The findings no `# noqa` silences, and with AGF901 among `codes` (the
+    file's selection) the unused codes of its noqa comments."""
+    if UNUSED_NOQA not in codes or source is None or "noqa" not in source.lower():
+        return filter_findings(findings, source)
+    suppressions = parse_suppressions(source)
+    kept = [f for f in findings if not suppressions.suppressed(f)]
+    unused = unused_noqa(findings, suppressions, source, path, codes)
+    return kept + [f for f in unused if not suppressions.suppressed(f)]
+
+
+UNUSED_NOQA = "AGF901"
+
+
+def unused_noqa(findings: list[Finding], suppressions: Suppressions, source: str,
+                path: str, codes: frozenset[str]) -> list[Finding]:
+    """AGF901 for each noqa comment naming codes that silence no finding:
+    only selected static rules' codes are judged (not other tools' codes,
+    not AGD codes, whose checks a run may not reach, not the tree-level
+    rules', whose findings depend on what else the run scans, not AGF901)."""
+    from .registry import RULES, TREE_ONLY_CODES
+
+    reported: dict[int, set[str]] = {}
+    for finding in findings:
+        reported.setdefault(finding.line, set()).add(finding.code)
+    in_file = {f.code for f in findings}
+    unused_found = []
+    for comment in suppressions.comments:
+        used = in_file if comment.file_level else reported.get(comment.line, set())
+        unused = [c for c in comment.codes if c in RULES and c in codes and c.startswith("AGF")
+                  and c not in used and c != UNUSED_NOQA and c not in TREE_ONLY_CODES]
+        if unused:
+            unused_found.append(_unused_finding(comment, unused, source, path))
+    return unused_found
+
+
+def _unused_finding(comment: NoqaComment, unused: list[str], source: str,
+                    path: str) -> Finding:
+    from .findings import SAFE, Edit, Fix
+    from .registry import RULES
+
+    rule = RULES[UNUSED_NOQA]
+    line_text = LINE_BREAK.split(source)[comment.line - 1].encode()
+    kept = [c for c in comment.codes if c not in unused]
+    if kept:  # the other codes stay: `noqa: E501, AGF001` becomes `noqa: E501`
+        directive = line_text[comment.column:comment.end_column].decode()
+        head = directive[:directive.index(":", directive.lower().index("noqa")) + 1]
+        edit = Edit(comment.line, comment.column, comment.line, comment.end_column,
+                    f"{head} {', '.join(kept)}")
+    else:  # the directive goes, and the blanks before it
+        start = len(line_text[:comment.column].rstrip())
+        edit = Edit(comment.line, start, comment.line, comment.end_column, "")
+    return Finding(
+        path=path, line=comment.line, column=comment.column, end_line=comment.line,
+        end_column=comment.end_column, code=UNUSED_NOQA, name=rule.name,
+        severity=rule.severity, message=rule.format(
+            codes=", ".join(unused), s="s" if len(unused) > 1 else "",
+            it="them" if len(unused) > 1 else "it",
+            where="in this file" if comment.file_level else "on this line"),
+        fix=Fix(f"Remove the unused code{'s' if len(unused) > 1 else ''}", SAFE, (edit,)))
 
 
 def _may_suppress(findings: list[Finding], source: str) -> bool:

@@ -142,19 +142,27 @@ def fix_hint(findings: list[Finding], *, unsafe: bool) -> str | None:
 
 
 def statistics(findings: list[Finding]) -> list[dict[str, object]]:
+    """A row per rule, most frequent first: how many findings, and how many
+    of them `--fix` can fix (ruff's `fixable` and `fixable_count`)."""
     counts = Counter(f.code for f in findings)
+    fixable = Counter(f.code for f in findings if f.fix is not None and f.fix.safe)
     rows = []
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         rule = RULES[code]
-        rows.append({"code": code, "name": rule.name, "severity": rule.severity, "count": count})
+        rows.append({"code": code, "name": rule.name, "severity": rule.severity, "count": count,
+                     "fixable": fixable[code] > 0, "fixable_count": fixable[code]})
     return rows
 
 
 def render_statistics(findings: list[Finding], stream: TextIO) -> None:
+    """`2\tAGF005\t[*] saved-tensor-inplace`: [*] all of them fixable with
+    --fix, [-] some, [ ] none."""
     rows = statistics(findings)
     width = max((len(str(r["count"])) for r in rows), default=1)
     for row in rows:
-        stream.write(f"{row['count']:>{width}}\t{row['code']}\t[{row['name']}]\n")
+        marker = "[*]" if row["fixable_count"] == row["count"] else \
+            "[-]" if row["fixable"] else "[ ]"
+        stream.write(f"{row['count']:>{width}}\t{row['code']}\t{marker} {row['name']}\n")
 
 
 # ---------------------------------------------------------------------------
@@ -182,6 +190,14 @@ def json_findings(findings: list[Finding], lines: SourceLines, *,
             edit["end_column"] = character(finding.path, edit["end_line"], edit["end_column"])
         found.append(data)
     return found
+
+
+def render_json(findings: list[Finding], lines: SourceLines, stream: TextIO, *,
+                dynamic: bool = False) -> None:
+    import json
+
+    json.dump(json_findings(findings, lines, dynamic=dynamic), stream, indent=2)
+    stream.write("\n")
 
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

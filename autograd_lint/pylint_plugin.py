@@ -41,9 +41,10 @@ if TYPE_CHECKING:
 
 _LETTER = {"error": "E", "warning": "W", "info": "C"}
 _CHECKER_ID = {"0": "71", "1": "72", "2": "73", "3": "74", "4": "75"}
-# pylint reports syntax errors itself (and its `syntax-error` symbol is taken);
-# tree-only rules cannot fire file by file.
-NOT_IN_PYLINT = frozenset({"AGF000"}) | TREE_ONLY_CODES
+# pylint reports syntax errors itself (and its `syntax-error` symbol is taken),
+# and unused suppressions (`useless-suppression`: its disable comments are
+# its own, not our noqa); tree-only rules cannot fire file by file.
+NOT_IN_PYLINT = frozenset({"AGF000", "AGF901"}) | TREE_ONLY_CODES
 
 
 # Rules whose findings may be rated below the rule's severity: the symbol of

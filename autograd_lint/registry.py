@@ -22,6 +22,7 @@ FIX_SAFETY: dict[str, str] = {
     "AGF103": "safe",
     "AGF105": "safe",
     "AGF213": "safe",
+    "AGF901": "safe",
 }
 
 
@@ -404,6 +405,11 @@ _RULES = _RULES + (
          "the fake `{fake}` returns its input `{param}` (or a view of it): an op's outputs "
          "must be new tensors, and a compiled graph built on an aliasing fake is wrong; "
          "return `torch.empty_like(...)` or `{param}.new_empty(...)`", "custom_ops"),
+    # --- suppressions ---------------------------------------------------------
+    Rule("AGF901", "unused-noqa", INFO,
+         "A code in a `# noqa:` comment that silences no finding.",
+         "unused `noqa` code{s} {codes}: no such finding {where}; remove {it}, so that "
+         "the comment does not hide a finding that appears later", "engine", default=False),
     # --- dynamic mode (`--dynamic`): found by running the Function ------------
     Rule("AGD001", "gradcheck-failed", ERROR,
          "gradcheck disagrees with backward, at the precision the Function computes in.",

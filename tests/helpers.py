@@ -8,10 +8,14 @@ import textwrap
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograd_lint.engine import SPARSE_MIN_BYTES, LintResult, SourceInput, lint_inputs, lint_source
 from autograd_lint.findings import Finding
 from autograd_lint.registry import RULES, default_codes
+
+if TYPE_CHECKING:
+    import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parent.parent
@@ -360,3 +364,13 @@ CUBE_AND_BASE = textwrap.dedent('''\
         def backward(ctx, grad):
             return grad
     ''')
+
+
+def check_isolated(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`autograd-lint check --isolated --no-cache ARGS` in this process:
+    (exit status, standard output, standard error)."""
+    from autograd_lint.cli import main
+
+    code = main(["check", "--isolated", "--no-cache", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

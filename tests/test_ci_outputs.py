@@ -236,3 +236,93 @@ def test_bad_baselines_are_one_line_errors(project: Path, capsys, content: str |
     code, out, err = run(capsys, "--baseline", "nope.json", "src")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and message in err
+
+
+# -- GitLab, JUnit, pylint, JSON Lines, --output-file ---------------------------
+def test_gitlab_code_quality_report(project: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("CI_PROJECT_DIR", str(project))
+    code, out, _ = run(capsys, "--format", "gitlab", str(project / "src" / "ops.py"))
+    assert code == 1
+    issues = json.loads(out)
+    assert sorted(i["check_name"] for i in issues) == ["AGF001", "AGF006"]
+    agf001 = next(i for i in issues if i["check_name"] == "AGF001")
+    # Relative to the checkout GitLab made, 1-based columns, GitLab's severities.
+    assert agf001["location"]["path"] == "src/ops.py"
+    assert agf001["location"]["positions"]["begin"] == {"line": 7, "column": 9}
+    assert agf001["severity"] == "major" and agf001["description"].startswith("AGF001: ")
+    assert len({i["fingerprint"] for i in issues}) == 2
+    # The fingerprint survives lines moving above the finding.
+    ops = project / "src" / "ops.py"
+    ops.write_text("# a comment\n" + ops.read_text(encoding="utf-8"), encoding="utf-8")
+    _, moved, _ = run(capsys, "--format", "gitlab", str(ops))
+    assert {i["fingerprint"] for i in json.loads(moved)} == {i["fingerprint"] for i in issues}
+
+
+def test_junit_report_has_a_failed_case_per_finding(project: Path, capsys) -> None:
+    import xml.etree.ElementTree as ElementTree
+
+    code, out, _ = run(capsys, "--format", "junit", "src/ops.py")
+    assert code == 1
+    suites = ElementTree.fromstring(out)
+    assert suites.tag == "testsuites" and suites.get("failures") == "2"
+    [suite] = suites.findall("testsuite")
+    assert suite.get("name") == "src/ops.py"
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == ["autograd-lint.AGF001", "autograd-lint.AGF006"]
+    failure = cases[0].find("failure")
+    assert failure is not None and failure.text.startswith("line 7, col 9, ")
+    _, clean, _ = run(capsys, "--format", "junit", "src/test_smoke.py")
+    assert ElementTree.fromstring(clean).find("testsuite/testcase").get("name") == "No findings"
+
+
+def test_pylint_and_json_lines_formats(project: Path, capsys) -> None:
+    _, out, _ = run(capsys, "--format", "pylint", "src/ops.py")
+    assert out.splitlines()[0].startswith("src/ops.py:7: [AGF001] `ctx.x` holds input `x`")
+    assert len(out.splitlines()) == 2
+    _, lines, _ = run(capsys, "--format", "json-lines", "src/ops.py")
+    _, whole, _ = run(capsys, "--format", "json", "src/ops.py")
+    assert [json.loads(line) for line in lines.splitlines()] == json.loads(whole)
+
+
+def test_output_file_holds_the_report(project: Path, capsys) -> None:
+    code, out, err = run(capsys, "--format", "json", "-o", "reports/lint.json", "src/ops.py")
+    assert code == 1 and out == "" and err == ""
+    written = json.loads((project / "reports" / "lint.json").read_text(encoding="utf-8"))
+    assert [f["code"] for f in written] == ["AGF001", "AGF006"]
+    code, _, _ = run(capsys, "--output-file", "text.txt", "src/ops.py")
+    text = (project / "text.txt").read_text(encoding="utf-8")
+    assert code == 1 and "\x1b[" not in text and "\nFound 2 findings" in text
+    (project / "blocked").write_text("a file, not a folder")
+    code, _, err = run(capsys, "-o", "blocked/lint.txt", "src/ops.py")
+    assert code == 2 and err.startswith("autograd-lint: error: cannot write --output-file")
+
+
+def test_exit_non_zero_on_fix(project: Path, capsys) -> None:
+    fixable = project / "src" / "fixable.py"
+    fixable.write_text(textwrap.dedent('''\
+        import torch
+
+
+        class Cube(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x ** 3
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return 3 * x * x * grad
+
+
+        def cube(x):
+            return Cube()(x)
+        '''), encoding="utf-8")
+    original = fixable.read_text(encoding="utf-8")
+    code, _, _ = run(capsys, "--fix", "src/fixable.py")
+    assert code == 0 and fixable.read_text(encoding="utf-8") != original  # fixed, none left
+    fixable.write_text(original, encoding="utf-8")
+    code, _, _ = run(capsys, "--fix", "--exit-non-zero-on-fix", "src/fixable.py")
+    assert code == 1
+    code, _, _ = run(capsys, "--fix", "--exit-non-zero-on-fix", "src/fixable.py")
+    assert code == 0  # nothing left to fix

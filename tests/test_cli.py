@@ -171,8 +171,9 @@ def test_missing_path_is_a_usage_error(tree: Path, capsys) -> None:
 def test_statistics_text_and_json(tree: Path, capsys) -> None:
     code, out, _ = run(capsys, "check", "pkg/leaky.py", "pkg/clean.py", "--statistics")
     assert code == 1
-    assert out.splitlines()[0].split("\t") == ["1", "AGF001", "[ctx-tensor-attribute]"]
-    assert len(out.splitlines()) == 4
+    assert out.splitlines()[0].split("\t") == ["1", "AGF001", "[ ] ctx-tensor-attribute"]
+    assert len(out.splitlines()) == 6 and out.splitlines()[4].startswith("Found 4 findings")
+    assert out.splitlines()[5].startswith("[*] 1 fixable with `--fix`")
     _, out, _ = run(capsys, "check", "pkg/leaky.py", "--statistics", "--format", "json")
     rows = json.loads(out)
     assert {r["code"]: r["count"] for r in rows} == {"AGF001": 1, "AGF002": 1, "AGF008": 1,

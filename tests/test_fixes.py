@@ -14,7 +14,7 @@ from autograd_lint.cli import main
 from autograd_lint.engine import lint_source
 from autograd_lint.findings import SAFE, Edit, Finding, Fix
 from autograd_lint.fixes import apply_fixes
-from autograd_lint.registry import FIX_SAFETY, RULES
+from autograd_lint.registry import FIX_SAFETY, RULES, default_codes
 
 HEADER = "import torch\n\n\n"
 
@@ -104,7 +104,19 @@ CASES = {
                 return grad
         '''), '        """Halve the gradient."""\n        grad = grad.clone()\n'
               '        grad.div_(2)\n'),
+    "AGF901": (HEADER + textwrap.dedent('''\
+        class Triple(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 3  # noqa: AGF001, E501
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 3
+        '''), "        return x * 3  # noqa: E501\n"),
 }
+# Opt-in rules: their cases select them.
+OPT_IN_CASES = frozenset(code for code in CASES if not RULES[code].default)
 
 
 def test_every_fixable_rule_has_a_case() -> None:
@@ -114,13 +126,15 @@ def test_every_fixable_rule_has_a_case() -> None:
 @pytest.mark.parametrize("code", sorted(CASES))
 def test_fix_applies_and_leaves_a_clean_file(code: str, tmp_path: Path, capsys) -> None:
     source, expected = CASES[code]
-    assert code in [f.code for f in lint_source(source, "ops.py")]
+    codes = default_codes() | {code}
+    selected = ["--extend-select", code] if code in OPT_IN_CASES else []
+    assert code in [f.code for f in lint_source(source, "ops.py", codes)]
     unsafe = FIX_SAFETY[code] == "unsafe"
     if unsafe:  # not without the flag
-        assert fixed(tmp_path, capsys, source) == source
-    after = fixed(tmp_path, capsys, source, *(["--unsafe-fixes"] if unsafe else []))
+        assert fixed(tmp_path, capsys, source, *selected) == source
+    after = fixed(tmp_path, capsys, source, *selected, *(["--unsafe-fixes"] if unsafe else []))
     assert expected in after, after
-    assert code not in [f.code for f in lint_source(after, "ops.py")]
+    assert code not in [f.code for f in lint_source(after, "ops.py", codes)]
     compile(after, "ops.py", "exec")
 
 
@@ -129,9 +143,10 @@ def test_a_second_fix_run_changes_nothing(code: str, tmp_path: Path, capsys) -> 
     source, _ = CASES[code]
     path = tmp_path / "ops.py"
     path.write_text(source)
-    run(capsys, "--fix", "--unsafe-fixes", str(path))
+    selected = ["--extend-select", code] if code in OPT_IN_CASES else []
+    run(capsys, "--fix", "--unsafe-fixes", *selected, str(path))
     once = path.read_bytes()
-    status, out, _ = run(capsys, "--fix", "--unsafe-fixes", str(path))
+    status, out, _ = run(capsys, "--fix", "--unsafe-fixes", *selected, str(path))
     assert path.read_bytes() == once
     assert "fixed" not in out
 

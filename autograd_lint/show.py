@@ -1,0 +1,48 @@
+"""`check --show-files` and `check --show-settings`: what a run would take,
+without running it (ruff's options of the same names), for finding out why
+a file is or is not checked, or which configuration and rules apply to it.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from .config import FileConfig
+    from .engine_io import SourceInput
+
+
+def show_files(inputs: list[SourceInput], out: TextIO) -> None:
+    """The files a run reports on, one per line, sorted (not the project
+    files read only for what the named ones import)."""
+    for shown in sorted(i.display for i in inputs if not i.context):
+        out.write(f"{shown}\n")
+
+
+def show_settings(path: str, config: FileConfig, how: str, codes: frozenset[str],
+                  respect_gitignore: bool, cache_directory: Path | None,
+                  out: TextIO) -> None:
+    """The configuration that applies to `path` and the resolved selection.
+    `how`: where the configuration comes from when no pyproject.toml does."""
+    from .files import DEFAULT_EXCLUDES
+
+    source = str(config.source) if config.source is not None else how
+    exclude = sorted(DEFAULT_EXCLUDES) if config.exclude is None else config.exclude
+    ignored = sorted(config.ignored_for(path)) if not os.path.isdir(path) else []
+    rows = [
+        ("Resolved settings for", path),
+        ("Settings path", source),
+        ("Project root", str(config.root)),
+        ("select", ", ".join(sorted(c for c in codes if not c.startswith("AGD"))) or "(none)"),
+        ("select with --dynamic", ", ".join(sorted(c for c in codes if c.startswith("AGD")))
+         or "(none)"),
+        ("per-file-ignores here", ", ".join(ignored) or "(none)"),
+        ("exclude", ", ".join(exclude)),
+        ("extend-exclude", ", ".join(config.extend_exclude) or "(none)"),
+        ("respect-gitignore", str(respect_gitignore).lower()),
+        ("cache directory", str(cache_directory) if cache_directory is not None else
+         "(none: --no-cache)"),
+    ]
+    for label, value in rows:
+        out.write(f"{label}: {value}\n")
