@@ -19,8 +19,10 @@ project-level AGF301 does not run here. Info rules are disabled until
 enabled (`--enable=builtin-reimplementation`).
 
 The rules are not written twice: each module's source (astroid keeps it) goes
-through the same engine as the command line, once per module for all four
-checkers.
+through the same engine as the command line, once per module for all five
+checkers. They share one name, `autograd-lint`, so `--disable=autograd-lint`
+turns every message off. Loading the plugin also silences pylint's own
+messages that are no defect on a Function (`pylint_noise`).
 """
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from astroid import nodes
     from pylint.lint import PyLinter
 
+# Every checker's name: `--disable=autograd-lint` turns off all their messages.
+CHECKER_NAME = "autograd-lint"
 _LETTER = {"error": "E", "warning": "W", "info": "C"}
 _CHECKER_ID = {"0": "71", "1": "72", "2": "73", "3": "74", "4": "75"}
 # pylint reports syntax errors itself (and its `syntax-error` symbol is taken),
@@ -174,35 +178,35 @@ class _AutogradLintChecker(BaseChecker):
 class CtxStateChecker(_AutogradLintChecker):
     """AGF0xx: ctx, saved tensors, in-place changes."""
 
-    name = "autograd-lint-state"
+    name = CHECKER_NAME
     block = "0"
 
 
 class StructureChecker(_AutogradLintChecker):
     """AGF1xx: gradient arity, signatures, class structure, how Functions are used."""
 
-    name = "autograd-lint-structure"
+    name = CHECKER_NAME
     block = "1"
 
 
 class GradientChecker(_AutogradLintChecker):
     """AGF2xx: differentiability and gradient correctness."""
 
-    name = "autograd-lint-gradients"
+    name = CHECKER_NAME
     block = "2"
 
 
 class TextbookChecker(_AutogradLintChecker):
     """AGF3xx (single-file ones): Functions that need not exist or miss torch.func."""
 
-    name = "autograd-lint-textbook"
+    name = CHECKER_NAME
     block = "3"
 
 
 class CustomOpChecker(_AutogradLintChecker):
     """AGF4xx (single-file ones): custom operators, their fakes and autograd."""
 
-    name = "autograd-lint-custom-ops"
+    name = CHECKER_NAME
     block = "4"
 
 
@@ -213,6 +217,9 @@ CHECKERS = (CtxStateChecker, StructureChecker, GradientChecker, TextbookChecker,
 def register(linter: PyLinter) -> None:
     """pylint's plugin hook (called before pylint changes sys.path to lint)."""
     from . import engine  # noqa: F401  # its imports, from the standard library, now
+    from .pylint_noise import silence_function_noise
+
+    silence_function_noise(linter)
 
     shared = ModuleFindings(linter)
     for checker in CHECKERS:

@@ -191,3 +191,229 @@ def test_pylint_lists_the_rules_with_our_names() -> None:
 def test_every_rule_has_a_message(rule) -> None:  # type: ignore[no-untyped-def]
     assert pylint_plugin.message_id(rule) in {
         msgid for checker in pylint_plugin.CHECKERS for msgid in checker.msgs}
+
+
+# pylint's own messages that autograd-lint silences on Functions, and the same
+# messages on other classes, which it keeps.
+SIGNATURE_AND_ABSTRACT = ("--disable=all", "--enable=abstract-method,arguments-differ,"
+                          "arguments-renamed,signature-differs",
+                          "--msg-template={symbol} {obj} {msg}")
+FUNCTIONS_PYLINT_MISREADS = textwrap.dedent('''\
+    """Functions as torch documents them, and other classes."""
+    import abc
+
+    import torch
+    from torch import autograd
+    from torch.autograd import Function as Fn
+
+    Alias = autograd.Function
+
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 3
+
+
+    class Split(Fn):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, outputs):
+            return None
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            return x_t * 2
+
+
+    class ByVjp(Alias):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def vjp(ctx, grad):
+            return grad
+
+        @staticmethod
+        def vmap(info, in_dims, x):
+            return x, in_dims[0]
+
+
+    class Twice(Cube):
+        @staticmethod
+        def forward(ctx, x, scale):
+            return x * scale
+
+
+    class Legacy(torch.autograd.Function):
+        def forward(self, x):
+            return x
+
+        def backward(self, grad):
+            return grad
+
+
+    class NoForward(torch.autograd.Function):
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+
+    class Shape(abc.ABC):
+        @abc.abstractmethod
+        def area(self):
+            """Area."""
+
+        def scale(self, factor):
+            return factor
+
+
+    class Square(Shape):
+        def scale(self, size, extra):
+            return size + extra
+
+
+    class Plain:
+        def forward(self, x):
+            return x
+
+        def jvp(self, x):
+            raise NotImplementedError
+
+
+    class NotAFunction(Plain):
+        def forward(self, x, y):
+            return x + y
+    ''')
+
+
+def bare_pylint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """pylint without autograd-lint."""
+    return subprocess.run([sys.executable, "-m", "pylint", "--score=n", *args],
+                          cwd=cwd, capture_output=True, text=True)
+
+
+def reported(proc: subprocess.CompletedProcess[str]) -> set[tuple[str, str, str]]:
+    """(symbol, obj, the method named) of each message; an abstract-method
+    message's obj is the class, the method is in its text."""
+    found = set()
+    for line in proc.stdout.splitlines():
+        if line.startswith("*"):
+            continue
+        symbol, obj, text = line.split(" ", 2)
+        abstract = re.match(r"Method '(\w+)' is abstract", text)
+        found.add((symbol, obj, abstract.group(1) if abstract else obj.rsplit(".", 1)[-1]))
+    return found
+
+
+def test_pylints_noise_on_functions_is_silenced_and_kept_elsewhere(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(FUNCTIONS_PYLINT_MISREADS)
+    bare = reported(bare_pylint(tmp_path, *SIGNATURE_AND_ABSTRACT, "ops.py"))
+    # The noise is real on this pylint: torch's optional methods are
+    # "abstract", every forward and backward "differs" from torch's.
+    assert {("abstract-method", "Cube", "jvp"), ("abstract-method", "Cube", "setup_context"),
+            ("abstract-method", "Cube", "vjp"), ("abstract-method", "Cube", "vmap"),
+            ("abstract-method", "ByVjp", "backward"), ("abstract-method", "Twice", "jvp"),
+            ("arguments-differ", "Cube.forward", "forward"),
+            ("arguments-differ", "Cube.backward", "backward"),
+            ("arguments-differ", "Split.jvp", "jvp"), ("arguments-differ", "ByVjp.vmap", "vmap"),
+            ("arguments-renamed", "Split.setup_context", "setup_context"),
+            ("arguments-differ", "Twice.forward", "forward"),
+            ("arguments-differ", "Legacy.forward", "forward")} <= bare
+    kept = {("abstract-method", "NoForward", "forward"),  # a Function must define forward
+            ("abstract-method", "Square", "area"), ("arguments-differ", "Square.scale", "scale"),
+            ("abstract-method", "NotAFunction", "jvp"),
+            ("arguments-differ", "NotAFunction.forward", "forward")}
+    assert kept <= bare
+
+    proc = pylint(tmp_path, *SIGNATURE_AND_ABSTRACT, "ops.py")
+    assert reported(proc) == kept, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_functions_are_known_by_their_bases_names_where_torch_is_not_found(
+        tmp_path: Path) -> None:
+    """A `torch` package astroid cannot follow (here, an empty one in the
+    linted folder): pylint still compares a Function's forward with its
+    parent Function's; the bases' names, aliases followed, tell Functions."""
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("")
+    (tmp_path / "ops.py").write_text(textwrap.dedent('''\
+        import torch
+        import torch.autograd as ag
+        from torch.autograd import Function as Fn
+
+        Alias = ag.Function
+
+
+        class Plain:
+            def forward(self, x):
+                return x
+
+
+        class NotAFunction(Plain):
+            def forward(self, x, y):
+                return x + y
+        ''') + "".join(textwrap.dedent(f'''\
+
+
+        class Parent{n}({base}):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+
+        class Child{n}(Parent{n}):
+            @staticmethod
+            def forward(ctx, x, y):
+                return x + y
+        ''') for n, base in enumerate(("torch.autograd.Function", "ag.Function", "Fn", "Alias"))))
+    bare = reported(bare_pylint(tmp_path, *SIGNATURE_AND_ABSTRACT, "ops.py"))
+    assert {("arguments-differ", f"Child{n}.forward", "forward") for n in range(4)} <= bare
+    proc = pylint(tmp_path, *SIGNATURE_AND_ABSTRACT, "ops.py")
+    assert reported(proc) == {("arguments-differ", "NotAFunction.forward", "forward")}, \
+        proc.stdout + proc.stderr
+
+
+def test_parallel_workers_silence_the_noise_too(tmp_path: Path) -> None:
+    """With --jobs, pylint pickles the linter and registers the plugin again
+    in each worker."""
+    for name in ("first.py", "second.py"):
+        (tmp_path / name).write_text(FUNCTIONS_PYLINT_MISREADS)
+    proc = pylint(tmp_path, *SIGNATURE_AND_ABSTRACT, "--jobs=2", "first.py", "second.py")
+    assert reported(proc) == {("abstract-method", "NoForward", "forward"),
+                              ("abstract-method", "Square", "area"),
+                              ("arguments-differ", "Square.scale", "scale"),
+                              ("abstract-method", "NotAFunction", "jvp"),
+                              ("arguments-differ", "NotAFunction.forward", "forward")}
+    assert proc.stdout.count("abstract-method") == 2 * 3, proc.stdout + proc.stderr
+
+
+def test_the_checker_name_turns_every_message_on_or_off(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(BUGGY)
+    ours = re.compile(r": [EWC]7[1-5]\d\d: ")
+    on = pylint(tmp_path, "ops.py")
+    assert ours.search(on.stdout) and "C0114" in on.stdout  # ours and pylint's
+
+    off = pylint(tmp_path, "--disable=autograd-lint", "ops.py")
+    assert not ours.search(off.stdout), off.stdout
+    assert "C0114" in off.stdout and "unknown" not in (off.stdout + off.stderr).lower()
+
+    only = pylint(tmp_path, "--disable=all", "--enable=autograd-lint",
+                  "--msg-template={msg_id} {symbol}", "ops.py")
+    ids = {line.split()[0] for line in only.stdout.splitlines() if not line.startswith("*")}
+    assert {"E7101", "W7203", "C7403"} <= ids  # info rules too, once named
+    assert all(re.fullmatch(r"[EWC]7[1-5]\d\d", msgid) for msgid in ids), only.stdout
+    assert {checker.name for checker in pylint_plugin.CHECKERS} == {"autograd-lint"}
