@@ -189,9 +189,6 @@ def _stdin_inputs(args: argparse.Namespace, plan: _Plan) -> list:
     return inputs
 
 
-MAX_FIX_ROUNDS = 10  # fixes that overlap go in over several rounds
-
-
 def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
               keep: list[object] | None = None) -> int:
     if args.watch:
@@ -297,7 +294,7 @@ def _apply_fixes(args: argparse.Namespace, inputs: list, result: LintResult,
 
     fixed = 0
     from .files import fix_destination, fix_roots, write_atomically
-    from .fixes import plan_changes
+    from .fixes import MAX_FIX_ROUNDS, plan_changes
 
     roots = fix_roots(args.paths or ["."])
     refused: set[str] = set()  # links leading outside: warned about once, never written

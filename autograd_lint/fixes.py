@@ -9,11 +9,13 @@ ruff does), and the result must still parse or nothing is changed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .findings import SAFE, UNSAFE, Edit, Finding, Fix
 from .lines import LineIndex
+
+MAX_FIX_ROUNDS = 10  # fixes that overlap go in over several rounds
 
 
 # ---------------------------------------------------------------------------
@@ -208,7 +210,7 @@ def plan_changes(findings: list[Finding], *, unsafe: bool,
                 data = handle.read()
             bom = data.startswith(b"\xef\xbb\xbf")
             text = data[3 if bom else 0:].decode("utf-8")
-            if not _declares_utf8(data):
+            if not declares_utf8(data):
                 continue
         except (OSError, UnicodeDecodeError, SyntaxError):
             continue
@@ -218,7 +220,30 @@ def plan_changes(findings: list[Finding], *, unsafe: bool,
     return changes
 
 
-def _declares_utf8(data: bytes) -> bool:
+def fix_in_rounds(text: str, findings: list[Finding], lint: Callable[[str], list[Finding]],
+                  *, unsafe: bool) -> FixResult:
+    """What `--fix` makes of one file's text, without writing it: rounds of
+    fixes, the text linted again (`lint`) between them, until none applies.
+    `applied`: the findings fixed, over all rounds. A text that declares
+    another encoding than UTF-8 is left alone, as `plan_changes` leaves such
+    a file."""
+    try:
+        if not declares_utf8(text.encode("utf-8")):
+            return FixResult(text, [])
+    except SyntaxError:  # an unknown encoding
+        return FixResult(text, [])
+    applied: list[Finding] = []
+    for _ in range(MAX_FIX_ROUNDS):
+        result = apply_fixes(text, fixable(findings, unsafe=unsafe))
+        if not result.applied:
+            break
+        text = result.text
+        applied += result.applied
+        findings = lint(text)  # what remains, and fixes that waited for an overlapping one
+    return FixResult(text, applied)
+
+
+def declares_utf8(data: bytes) -> bool:
     """Whether Python reads the file as UTF-8 (no cookie, or a UTF-8 one);
     raises SyntaxError for an unknown encoding."""
     import io

@@ -6,7 +6,10 @@ the editor (saved or not). Code actions: the rule's fix where one exists (safe
 fixes preferred) and "suppress with `# noqa: CODE`", computed from the text
 the request sees and sent as edits of that document version (a request that
 arrives while a change waits for its debounce lints the new text first; a
-client need not echo diagnostics' `data`). Positions use the encoding the
+client need not echo diagnostics' `data`), and `source.fixAll.autograd-lint`
+(editors run `source.fixAll` on save): every safe fix of the document in one
+edit, the text `autograd-lint check --fix` would leave. Hover: the rule of a
+finding, or of a code in a `# noqa: ...` comment. Positions use the encoding the
 client and server agreed on (UTF-8, UTF-16 or UTF-32). A change to a
 pyproject.toml the configuration came from (or a new one nearer the file) is
 read at the next lint, and the other open files are linted again. The
@@ -26,6 +29,7 @@ import math
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -37,10 +41,13 @@ from pygls.uris import to_fs_path
 
 from . import __version__
 from .findings import Finding
+from .fixes import FixResult
 from .lines import LineIndex
 
 DEBOUNCE_SECONDS = 0.3
 SOURCE = "autograd-lint"
+# Fix all as ruff's `source.fixAll.ruff`: a `source.fixAll` (run on save) of this server's own.
+FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 SEVERITY = {"error": types.DiagnosticSeverity.Error,
             "warning": types.DiagnosticSeverity.Warning,
             "info": types.DiagnosticSeverity.Information}
@@ -180,6 +187,9 @@ class AutogradLintServer(LanguageServer):
         self.pending: dict[str, asyncio.TimerHandle] = {}
         # By uri: the document version linted and its findings (code actions).
         self.linted: dict[str, tuple[int | None, list[Finding]]] = {}
+        # By uri: the findings a fix-all was computed from (the same list
+        # object as in `linted`) and its result: one computation per lint.
+        self.fixed_all: dict[str, tuple[list[Finding], FixResult]] = {}
         self.reported_errors: set[str] = set()  # configuration errors already shown
         from .config import ConfigFinder
 
@@ -226,9 +236,13 @@ def codes_for(server: AutogradLintServer, path: str) -> frozenset[str]:
 def lint_document(server: AutogradLintServer, uri: str) -> list[Finding]:
     """The buffer's findings, as `autograd-lint check FILE` reports them for
     this text (the other files of its project as they are on disk)."""
+    return lint_text(server, uri, server.workspace.get_text_document(uri).source)
+
+
+def lint_text(server: AutogradLintServer, uri: str, source: str) -> list[Finding]:
+    """The findings of `source` as the text of the document `uri`."""
     from .context import project_root
 
-    document = server.workspace.get_text_document(uri)
     path = to_fs_path(uri) or uri
     config = server.configs.for_path(path, is_dir=False)
     if server.tree.changed():  # a file was added, removed or renamed
@@ -243,7 +257,7 @@ def lint_document(server: AutogradLintServer, uri: str) -> list[Finding]:
             server.tree.note(candidate)
         return skip
 
-    result = server.linter.lint(path, document.source.encode("utf-8"), codes_for(server, path),
+    result = server.linter.lint(path, source.encode("utf-8"), codes_for(server, path),
                                 excluded, config.root)
     for where, message in result.errors:  # internal errors: the log, as the CLI's stderr
         log.error("autograd-lint: %s: %s", where, message)
@@ -325,26 +339,61 @@ def cancel_pending(server: AutogradLintServer, uri: str) -> None:
         handle.cancel()
 
 
-def code_actions(server: AutogradLintServer,
-                 params: types.CodeActionParams) -> list[types.CodeAction]:
-    """Fixes and suppressions for the findings in the requested range, from
-    the findings of the text as it is now (linted again if it changed since),
-    as edits of this document version."""
-    uri = params.text_document.uri
+def current_findings(server: AutogradLintServer, uri: str) -> list[Finding] | None:
+    """The findings of the document's text as it is now (linted again if it
+    changed since its last lint); None when it could not be linted."""
     document = server.workspace.get_text_document(uri)
     linted = server.linted.get(uri)
     if linted is None or linted[0] != document.version:
         cancel_pending(server, uri)
         publish(server, uri)
         linted = server.linted.get(uri)
-        if linted is None:
-            return []
+    return None if linted is None else linted[1]
+
+
+def code_actions(server: AutogradLintServer,
+                 params: types.CodeActionParams) -> list[types.CodeAction]:
+    """The kinds the request asks for (all when it names none): quick fixes
+    for the findings in its range, and the document's fix-all. Computed
+    from the findings of the text as it is now, as edits of this version."""
+    uri = params.text_document.uri
+    findings = current_findings(server, uri)
+    if findings is None:
+        return []
+    actions: list[types.CodeAction] = []
+    if wanted(types.CodeActionKind.QuickFix, params.context.only):
+        actions += quick_fixes(server, params, findings)
+    if wanted(FIX_ALL, params.context.only):
+        fix_all = fix_all_action(server, uri, findings)
+        if fix_all is not None:
+            actions.append(fix_all)
+    return actions
+
+
+def wanted(kind: str, only: Sequence[str] | None) -> bool:
+    """Whether a code action of `kind` answers a request for the kinds
+    `only`. Kinds are hierarchical: asking for `source` or `source.fixAll`
+    asks for `source.fixAll.autograd-lint` too. No kinds named: all."""
+    if not only:
+        return True
+    # The values: an f-string of lsprotocol's enum members gives their names.
+    asked = {getattr(kind, "value", kind) for kind in only}
+    return "" in asked or any(kind == prefix or kind.startswith(prefix + ".")
+                              for prefix in asked)
+
+
+def quick_fixes(server: AutogradLintServer, params: types.CodeActionParams,
+                findings: list[Finding]) -> list[types.CodeAction]:
+    """Each finding's fix and suppression, for the findings in the
+    requested range (of the codes of its diagnostics, where it names some)."""
+    uri = params.text_document.uri
+    document = server.workspace.get_text_document(uri)
     lines = LineIndex(document.source)
     encoding = position_encoding(server)
     asked = {d.code for d in params.context.diagnostics if d.source == SOURCE}
     versioned = _supports_document_changes(server)
     actions: list[types.CodeAction] = []
-    for finding in linted[1]:
+    for finding in findings:
         diagnostic = to_diagnostic(finding, lines, encoding)
         if not _overlaps(diagnostic.range, params.range) or (asked and finding.code not in asked):
             continue
@@ -366,6 +415,110 @@ def code_actions(server: AutogradLintServer,
             kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
             edit=_workspace_edit(uri, document.version, [suppression], versioned)))
     return actions
+
+
+def fix_all_action(server: AutogradLintServer, uri: str,
+                   findings: list[Finding]) -> types.CodeAction | None:
+    """Every safe fix of the document at once, as `autograd-lint check --fix`
+    would leave the file (unsafe fixes never); None when there is none."""
+    from .fixes import fix_in_rounds
+
+    document = server.workspace.get_text_document(uri)
+    cached = server.fixed_all.get(uri)
+    if cached is not None and cached[0] is findings:
+        result = cached[1]
+    else:
+        try:
+            result = fix_in_rounds(document.source, findings,
+                                   lambda text: lint_text(server, uri, text), unsafe=False)
+        except Exception:  # the quick fixes of the same request are still answered
+            log.exception("autograd-lint: fix all failed on %s", uri)
+            return None
+        server.fixed_all[uri] = (findings, result)
+    if not result.applied:
+        return None
+    lines = LineIndex(document.source)
+    edit = _replacement(lines, result.text, position_encoding(server))
+    count = len(result.applied)
+    return types.CodeAction(
+        title=f"autograd-lint: fix all ({count} safe fix{'' if count == 1 else 'es'})",
+        kind=FIX_ALL, edit=_workspace_edit(uri, document.version, [edit],
+                                           _supports_document_changes(server)))
+
+
+def _replacement(lines: LineIndex, after: str, encoding: str) -> types.TextEdit:
+    """One edit from the text of `lines` to `after`, over the lines from the
+    first to the last that differ (as ruff's server sends its fix-all): the
+    editor keeps its cursor, folds and marks on the lines around them."""
+    before, new = _with_breaks(lines), _with_breaks(LineIndex(after))
+    shorter = min(len(before), len(new))
+    head = 0
+    while head < shorter and before[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < shorter - head and before[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    kept = len(before) - tail  # the first line after the change (0-based)
+    if kept < len(before):
+        end = types.Position(kept, 0)
+    else:  # to the end of the text
+        end = types.Position(len(before) - 1, _line_end(lines, len(before), encoding))
+    return types.TextEdit(range=types.Range(start=types.Position(head, 0), end=end),
+                          new_text="".join(new[head:len(new) - tail]))
+
+
+def _with_breaks(lines: LineIndex) -> list[str]:
+    """The text's lines, each with its line break (the last one has none)."""
+    return [lines.line_text(number) for number in range(1, len(lines.starts) + 1)]
+
+
+def hover(server: AutogradLintServer, params: types.HoverParams) -> types.Hover | None:
+    """The rule behind a code of a `# noqa` comment, or behind the findings
+    at the position: code, name, summary and page, in Markdown."""
+    from .noqa import named_codes
+    from .registry import RULES
+
+    uri = params.text_document.uri
+    lines = LineIndex(server.workspace.get_text_document(uri).source)
+    encoding = position_encoding(server)
+    at = params.position
+    number = at.line + 1
+    text = lines.line(number)
+    for start, end, code in named_codes(text):
+        span = types.Range(
+            start=types.Position(at.line, _column(lines, number, len(text[:start].encode()),
+                                                  encoding)),
+            end=types.Position(at.line, _column(lines, number, len(text[:end].encode()),
+                                                encoding)))
+        if code in RULES and _contains(span, at):
+            return types.Hover(contents=_rules_markdown([code]), range=span)
+    hits = [to_diagnostic(finding, lines, encoding)
+            for finding in current_findings(server, uri) or []]
+    hits = [diagnostic for diagnostic in hits if _contains(diagnostic.range, at)]
+    if not hits:
+        return None
+    codes = list(dict.fromkeys(str(diagnostic.code) for diagnostic in hits))
+    return types.Hover(contents=_rules_markdown(codes),
+                       range=hits[0].range if len(hits) == 1 else None)
+
+
+def _contains(span: types.Range, at: types.Position) -> bool:
+    """Whether `at` is in `span` (its end excluded, unless it is empty)."""
+    start = (span.start.line, span.start.character)
+    end = (span.end.line, span.end.character)
+    return start <= (at.line, at.character) < end or start == end == (at.line, at.character)
+
+
+def _rules_markdown(codes: list[str]) -> types.MarkupContent:
+    from .registry import RULES
+
+    parts = []
+    for code in codes:
+        rule = RULES[code]
+        fix = f"\n\nFix: {rule.fix}." if rule.fix else ""
+        parts.append(f"**{code}** `{rule.name}` ({rule.severity})\n\n{rule.summary}{fix}"
+                     f"\n\n[Rule page]({rule.url})")
+    return types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts))
 
 
 def _overlaps(a: types.Range, b: types.Range) -> bool:
@@ -434,14 +587,19 @@ def build_server() -> AutogradLintServer:
         uri = params.text_document.uri
         cancel_pending(ls, uri)
         ls.linted.pop(uri, None)
+        ls.fixed_all.pop(uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri,
                                                                             diagnostics=[]))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind.QuickFix]))
+        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]))
     def code_action(ls: AutogradLintServer,
                     params: types.CodeActionParams) -> list[types.CodeAction]:
         return code_actions(ls, params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: AutogradLintServer, params: types.HoverParams) -> types.Hover | None:
+        return hover(ls, params)
 
     return server
 

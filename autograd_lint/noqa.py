@@ -21,6 +21,7 @@ _LINE = re.compile(r"#\s*noqa(?![\w-])(?::\s*(?P<codes>[A-Za-z]+\d+(?:[\s,]+[A-Z
 _FILE = re.compile(r"#\s*autograd-lint\s*:\s*noqa(?::\s*(?P<codes>[A-Za-z]+\d+"
                    r"(?:[\s,]+[A-Za-z]+\d+)*))?", re.IGNORECASE)
 _SPLIT = re.compile(r"[\s,]+")
+_CODE = re.compile(r"[A-Za-z]+\d+")
 # Cheap over-approximation of a file-level directive, to skip tokenizing.
 _FILE_HINT = re.compile(r"autograd-lint\s*:\s*noqa", re.IGNORECASE)
 
@@ -79,6 +80,19 @@ def _comments(source: str) -> list[tuple[int, str, bool, int]]:
                 found.append((number, line[index:], not line[:index].strip(),
                               len(line[:index].encode())))
     return found
+
+
+def named_codes(line: str) -> list[tuple[int, int, str]]:
+    """The codes a `# noqa: ...` or `# autograd-lint: noqa: ...` comment on
+    this line names: (start, end, CODE), the columns counting characters."""
+    named = []
+    for pattern in (_FILE, _LINE):
+        for match in pattern.finditer(line):
+            if match.group("codes"):
+                start = match.start("codes")
+                named += [(start + code.start(), start + code.end(), code.group().upper())
+                          for code in _CODE.finditer(match.group("codes"))]
+    return named
 
 
 def parse_suppressions(source: str) -> Suppressions:

@@ -1,5 +1,6 @@
 """The language server, started as a real subprocess and driven over LSP by
-pygls' client: diagnostics on open / change / save, ranges, code actions."""
+pygls' client: diagnostics on open / change / save, ranges, code actions
+(quick fixes and fix-all), hover."""
 from __future__ import annotations
 
 import asyncio
@@ -20,6 +21,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from autograd_lint.lines import LineIndex
+from autograd_lint.registry import RULES
 
 BUGGY = textwrap.dedent('''\
     import torch
@@ -47,6 +49,7 @@ class Session:
         self.client = client
         self.diagnostics: asyncio.Queue[types.PublishDiagnosticsParams] = asyncio.Queue()
         self.messages: asyncio.Queue[types.ShowMessageParams] = asyncio.Queue()
+        self.capabilities = types.ServerCapabilities()  # the server's, once initialized
 
     async def next_diagnostics(self, timeout: float = 30) -> list[types.Diagnostic]:
         params = await asyncio.wait_for(self.diagnostics.get(), timeout)
@@ -70,9 +73,10 @@ def run_session(root: Path, body: Callable[[Session], Awaitable[None]],
 
         await client.start_io(sys.executable, *command, cwd=str(root))
         try:
-            await client.initialize_async(types.InitializeParams(
+            initialized = await client.initialize_async(types.InitializeParams(
                 capabilities=capabilities or types.ClientCapabilities(),
                 root_uri=root.as_uri()))
+            session.capabilities = initialized.capabilities
             client.initialized(types.InitializedParams())
             await body(session)
             await client.shutdown_async(None)
@@ -110,12 +114,18 @@ def replace_all(session: Session, uri: str, old: str, new: str, version: int) ->
             range=types.Range(start=types.Position(0, 0), end=end), text=new)]))
 
 
-def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
-    """Apply LSP edits (UTF-16 positions; these test buffers are ASCII)."""
+def apply_edits(text: str, edits: list[types.TextEdit], unit: str = "utf-16") -> str:
+    """Apply LSP edits whose columns count `unit`s (utf-8, utf-16 or utf-32)."""
     index = LineIndex(text)
-    spans = sorted(((index.starts[e.range.start.line] + e.range.start.character,
-                     index.starts[e.range.end.line] + e.range.end.character, e.new_text)
-                    for e in edits), reverse=True)
+
+    def offset(at: types.Position) -> int:
+        codec, width = {"utf-8": ("utf-8", 1), "utf-16": ("utf-16-le", 2),
+                        "utf-32": ("utf-32-le", 4)}[unit]
+        prefix = index.line(at.line + 1).encode(codec)[:at.character * width]
+        return index.starts[at.line] + len(prefix.decode(codec))
+
+    spans = sorted(((offset(e.range.start), offset(e.range.end), e.new_text) for e in edits),
+                   reverse=True)
     for start, end, new in spans:
         text = text[:start] + new + text[end:]
     return text
@@ -145,8 +155,9 @@ def test_diagnostics_on_open_change_and_code_actions(tmp_path: Path) -> None:
             range=by_code["AGF213"].range,
             context=types.CodeActionContext(diagnostics=[by_code["AGF213"]])))
         titles = [a.title for a in actions]
-        assert titles == ["Use `saved_tensors` (AGF213)", "Suppress AGF213 on this line (# noqa)"]
-        fix, suppress = actions
+        assert titles == ["Use `saved_tensors` (AGF213)", "Suppress AGF213 on this line (# noqa)",
+                          "autograd-lint: fix all (2 safe fixes)"]  # no kinds asked: all kinds
+        fix, suppress, _ = actions
         assert fix.is_preferred and fix.kind == types.CodeActionKind.QuickFix
         fixed = apply_edits(BUGGY, fix.edit.changes[uri])
         assert "(x,) = ctx.saved_tensors\n" in fixed
@@ -355,7 +366,8 @@ def test_clients_that_drop_diagnostic_data_still_get_fixes(tmp_path: Path) -> No
             text_document=types.TextDocumentIdentifier(uri=uri), range=rename.range,
             context=types.CodeActionContext(diagnostics=[rename])))
         assert [a.title for a in actions] == ["Use `saved_tensors` (AGF213)",
-                                              "Suppress AGF213 on this line (# noqa)"]
+                                              "Suppress AGF213 on this line (# noqa)",
+                                              "autograd-lint: fix all (2 safe fixes)"]
 
     run_session(tmp_path, body)
 
@@ -509,9 +521,12 @@ def test_code_actions_with_negative_positions_are_answered(tmp_path: Path) -> No
         # Read as from the start of the file (and of the line): the fixes that apply.
         server.send(code_action(1, (-1, -3), (11, 40), [rename]))
         assert [a["title"] for a in (await server.reply(1))["result"]] == [
-            "Use `saved_tensors` (AGF213)", "Suppress AGF213 on this line (# noqa)"]
+            "Use `saved_tensors` (AGF213)", "Suppress AGF213 on this line (# noqa)",
+            "autograd-lint: fix all (2 safe fixes)"]
         server.send(code_action(2, (-5, -5), (-1, -1), []))
-        assert (await server.reply(2))["result"] == []  # nothing at the start
+        # Nothing at the start: only the fix-all, which is the whole document's.
+        assert [a["kind"] for a in (await server.reply(2))["result"]] == [
+            "source.fixAll.autograd-lint"]
         # Params that cannot be read at all: an error, not silence.
         server.send(code_action(3, (0, 0), (2**40, 0), []))
         assert (await server.reply(3))["error"]["code"] == -32602  # invalid params
@@ -620,3 +635,176 @@ def test_install_instructions_name_a_clone_or_the_git_url(
         assert installs, text
         assert all("[lsp]" in spec for spec in installs), installs
         assert all(spec.startswith("./") or " @ git+" in spec for spec in installs), installs
+
+
+# -- fix-all (source.fixAll, as editors run on save), hover ------------------------
+# Four safe fixes (AGF103, AGF008, AGF213, AGF105) and two unsafe ones (AGF006,
+# AGF101); the last line, changed by a fix, has no line break and wide characters.
+FIXABLE = textwrap.dedent('''\
+    import torch
+
+
+    class Scale(torch.autograd.Function):
+        def forward(ctx, x, factor: float):
+            ctx.save_for_backward(x)
+            ctx.factor = factor
+            return x * x.data.sum() * factor
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_variables
+            grad.mul_(ctx.factor)
+            return grad * x
+
+
+    def scale(x, factor):
+        return Scale()(x, factor)  # héllo wörld 😀''')
+FIX_ALL = "source.fixAll.autograd-lint"
+
+
+def _fixed_by_the_command_line(folder: Path, source: str) -> str:
+    """The file after `autograd-lint check --fix` in a project of its own."""
+    folder.mkdir()
+    (folder / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (folder / "ops.py").write_text(source, encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "autograd_lint", "check", "--fix", "ops.py"],
+                   cwd=folder, capture_output=True, check=False)
+    return (folder / "ops.py").read_text(encoding="utf-8")
+
+
+async def _actions(session: Session, uri: str,
+                   only: list[str] | None) -> list[types.CodeAction]:
+    return list(await session.client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)),
+        context=types.CodeActionContext(diagnostics=[], only=only))) or [])
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+def test_fix_all_changes_the_text_as_check_fix_does(tmp_path: Path, encoding: str) -> None:
+    expected = _fixed_by_the_command_line(tmp_path / "cli", FIXABLE)
+    assert expected != FIXABLE and "return Scale.apply(x, factor)" in expected
+    assert "grad.clone()" not in expected and ", None" not in expected  # unsafe: never
+    project = tmp_path / "editor"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    uri = (project / "ops.py").as_uri()
+
+    async def body(session: Session) -> None:
+        options = session.capabilities.code_action_provider
+        assert isinstance(options, types.CodeActionOptions)
+        assert FIX_ALL in (options.code_action_kinds or [])
+        open_document(session, uri, FIXABLE)
+        await session.next_diagnostics()
+        [fix_all] = await _actions(session, uri, ["source.fixAll"])
+        assert fix_all.kind == FIX_ALL
+        assert fix_all.title == "autograd-lint: fix all (4 safe fixes)"
+        [change] = fix_all.edit.document_changes
+        assert change.text_document.version == 1
+        assert apply_edits(FIXABLE, change.edits, encoding) == expected
+
+    run_session(project, body, _client([encoding], document_changes=True))
+
+
+def test_fix_all_is_offered_for_the_kinds_that_contain_it(tmp_path: Path) -> None:
+    uri = (tmp_path / "ops.py").as_uri()
+
+    async def kinds(session: Session, only: list[str] | None) -> list[str]:
+        return [str(action.kind) for action in await _actions(session, uri, only)]
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, FIXABLE)
+        await session.next_diagnostics()
+        for only in (None, ["source"], ["source.fixAll"], [FIX_ALL], ["quickfix", "source"]):
+            assert FIX_ALL in await kinds(session, only), only
+        for only in (["quickfix"], ["source.fixAll.ruff"], ["source.organizeImports"],
+                     ["source.fix"], ["refactor"]):
+            assert FIX_ALL not in await kinds(session, only), only
+        # Asking for fix-all only: no quick fix comes with it.
+        line = types.Range(start=types.Position(11, 0), end=types.Position(11, 40))
+        actions = await session.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=line,
+            context=types.CodeActionContext(diagnostics=[], only=["source.fixAll"])))
+        assert [a.kind for a in actions] == [FIX_ALL]
+
+    run_session(tmp_path, body)
+
+
+def test_fix_all_skips_unsafe_fixes_and_offers_nothing_without_safe_ones(
+        tmp_path: Path) -> None:
+    """Only AGF006 and AGF101 are left: both fixes are unsafe."""
+    only_unsafe = FIXABLE.replace("    def forward", "    @staticmethod\n    def forward") \
+                         .replace("x.data", "x.detach()") \
+                         .replace("saved_variables", "saved_tensors") \
+                         .replace("Scale()(x, factor)", "Scale.apply(x, factor)")
+    uri = (tmp_path / "ops.py").as_uri()
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, only_unsafe)
+        diagnostics = await session.next_diagnostics()
+        assert {d.code for d in diagnostics} == {"AGF006", "AGF101"}
+        [clone] = [d for d in diagnostics if d.code == "AGF006"]
+
+        async def titles(only: list[str] | None) -> list[str]:
+            return [a.title for a in await session.client.text_document_code_action_async(
+                types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri), range=clone.range,
+                    context=types.CodeActionContext(diagnostics=[clone], only=only)))]
+
+        assert await titles(["source.fixAll"]) == []
+        # The unsafe fix is still there, as a quick fix of its own.
+        assert await titles(None) == ["Clone `grad` before changing it (AGF006) [unsafe]",
+                                      "Suppress AGF006 on this line (# noqa)"]
+
+    run_session(tmp_path, body)
+
+
+SUPPRESSED = ("# autograd-lint: noqa: AGF008\n" +
+              BUGGY.replace("        ctx.x = x\n", "        ctx.x = x  # noqa: AGF001, E501\n")
+              + "\n\ny = Scale()(1)  # noqa: AGF105\n")
+
+
+def test_hover_shows_the_rule_of_a_finding_and_of_a_noqa_code(tmp_path: Path) -> None:
+    uri = (tmp_path / "ops.py").as_uri()
+    lines = SUPPRESSED.splitlines()
+
+    async def hover(session: Session, line: int, character: int) -> types.Hover | None:
+        return await session.client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line, character)))
+
+    async def shown(session: Session, line: int, character: int) -> str:
+        found = await hover(session, line, character)
+        assert found is not None, (line, character)
+        assert isinstance(found.contents, types.MarkupContent)
+        assert found.contents.kind == types.MarkupKind.Markdown
+        return found.contents.value
+
+    async def body(session: Session) -> None:
+        assert session.capabilities.hover_provider
+        open_document(session, uri, SUPPRESSED)
+        by_code = {d.code: d for d in await session.next_diagnostics()}
+        assert set(by_code) == {"AGF103", "AGF213"}
+        rename = by_code["AGF213"].range
+        text = await shown(session, rename.start.line, rename.start.character + 3)
+        rule = RULES["AGF213"]
+        assert f"**AGF213** `{rule.name}`" in text and rule.summary in text
+        assert f"]({rule.url})" in text
+        assert (await hover(session, rename.start.line, rename.start.character + 3)).range == rename
+        # A code in the list of a noqa comment, and in the file-level form.
+        leak = lines.index("        ctx.x = x  # noqa: AGF001, E501")
+        text = await shown(session, leak, lines[leak].index("AGF001") + 2)
+        assert RULES["AGF001"].summary in text and "AGF213" not in text
+        assert (await hover(session, leak, lines[leak].index("AGF001"))).range == types.Range(
+            start=types.Position(leak, lines[leak].index("AGF001")),
+            end=types.Position(leak, lines[leak].index("AGF001") + 6))
+        assert RULES["AGF008"].summary in await shown(session, 0, lines[0].index("AGF008"))
+        last = len(lines) - 1
+        assert RULES["AGF105"].summary in await shown(session, last, lines[last].index("AGF105"))
+        # Nothing elsewhere: another linter's code, the comment's words, plain code.
+        assert await hover(session, leak, lines[leak].index("E501") + 1) is None
+        assert await hover(session, leak, lines[leak].index("noqa")) is None
+        assert await hover(session, 0, 2) is None
+        assert await hover(session, 1, 3) is None  # `import torch`
+
+    run_session(tmp_path, body)
