@@ -138,7 +138,7 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
     for raw_path in raw:
         path = os.fspath(Path(raw_path))  # as pathlib shows it: no "./" prefix
         if os.path.isdir(path):
-            for found in iter_python_files(path, plan.walk_excluded,
+            for found in iter_python_files(path, plan.walk_excluded, notebooks=True,
                                            respect_gitignore=plan.respects_gitignore(path)):
                 add(found, explicit=False)
         elif not (args.force_exclude and plan.excluded(path, False)):
