@@ -138,7 +138,7 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
     for raw_path in raw:
         path = os.fspath(Path(raw_path))  # as pathlib shows it: no "./" prefix
         if os.path.isdir(path):
-            for found in iter_python_files(path, plan.walk_excluded,
+            for found in iter_python_files(path, plan.walk_excluded, notebooks=True,
                                            respect_gitignore=plan.respects_gitignore(path)):
                 add(found, explicit=False)
         elif not (args.force_exclude and plan.excluded(path, False)):
@@ -350,6 +350,7 @@ def _add_noqa(args: argparse.Namespace, result: LintResult, err: TextIO) -> int:
 
     from .files import fix_destination, fix_roots, write_atomically
     from .noqa_writer import add_noqa_codes
+    from .notebooks import is_notebook
 
     by_file: dict[str, list] = defaultdict(list)
     for finding in result.findings:
@@ -357,13 +358,14 @@ def _add_noqa(args: argparse.Namespace, result: LintResult, err: TextIO) -> int:
     roots = fix_roots(args.paths or ["."])
     added, skipped = 0, []
     for path, findings in by_file.items():
-        destination = fix_destination(path, roots)
+        # A notebook's lines are its cells' (its file is JSON): not written.
+        destination = None if is_notebook(path) else fix_destination(path, roots)
         try:
             raw = Path(path).read_bytes()
             text = raw.decode("utf-8-sig")
         except (OSError, UnicodeDecodeError):
             destination = None
-        if destination is None:  # not UTF-8, unreadable, or a link leading outside
+        if destination is None:  # a notebook, not UTF-8, unreadable, a link leading outside
             skipped += findings
             continue
         edits = add_noqa_codes(text, findings)
@@ -374,7 +376,7 @@ def _add_noqa(args: argparse.Namespace, result: LintResult, err: TextIO) -> int:
         skipped += edits.skipped
     for finding in skipped:
         err.write(f"autograd-lint: warning: {finding.path}:{finding.line}: {finding.code} "
-                  "not silenced: no comment can end that line\n")
+                  "not silenced: no comment can be written there\n")
     for path, message in result.errors:
         err.write(f"autograd-lint: error: {path}: {message}\n")
     if not args.quiet:

@@ -47,6 +47,7 @@ from .files import ProjectRoots, is_test_path
 from .findings import Finding, sort_findings
 from .model import ModuleInfo, ModuleNamer, build_module
 from .noqa import apply_noqa
+from .notebooks import cell_lines_in_messages, is_notebook
 from .project import Project
 from .registry import default_codes
 
@@ -279,8 +280,10 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
         self.relevance = self._judge(scans, references, gradcheck)
         # The files a run analyses (all of them without the prefilter).
         unreadable = scans.unreadable()
+        # Every notebook is parsed: one that is not a notebook says so (AGF000).
         relevant = [p for p, source in self._by_path.items() if p not in unreadable and (
-            source.explicit or not self.prefilter or self.relevance.matters(p))]
+            source.explicit or not self.prefilter or self.relevance.matters(p)
+            or is_notebook(p))]
         self.result.errors.extend((source.display, scans[p].error or "")
                                   for p, source in self._by_path.items() if p in unreadable)
         # Files read only for what others import (beside named files) are
@@ -403,6 +406,8 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
             self._reads[entry.source.path] = reads
             findings = findings + apply_noqa(checked, entry.text, entry.module.path,
                                              entry.source.codes)
+            if is_notebook(entry.source.path):
+                findings = cell_lines_in_messages(findings, entry.source.read_bytes)
             if self.collect_functions and not entry.source.context:
                 for fn in self.project.functions_in(entry.module):
                     target = _target(entry.source, fn, self.project)

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .notebooks import python_source
+
 if TYPE_CHECKING:
     from .findings import Finding
     from .project import Project
@@ -34,6 +36,13 @@ class SourceInput:
         self.path = os.fspath(self.path)
 
     def read(self) -> bytes:
+        """What the checks read: the file's bytes (or the editor's text); of a
+        notebook, its code cells as one module (notebooks.py; raises
+        NotebookError when it is not a notebook)."""
+        return python_source(self.path, self.read_bytes())
+
+    def read_bytes(self) -> bytes:
+        """The file's bytes (or the editor's text), a notebook's JSON too."""
         if self.text is not None:
             return self.text
         with open(self.path, "rb") as handle:

@@ -15,6 +15,7 @@ from .engine_io import _describe
 from .engine_syntax import decode_source, parse_text, syntax_finding
 from .findings import Finding
 from .model import ModuleInfo, ModuleNamer, build_module
+from .notebooks import NotebookError, is_notebook
 from .project import reachable_as
 
 if TYPE_CHECKING:
@@ -72,9 +73,10 @@ class _Parsing:
 
     def _may_parse_sparsely(self, source: SourceInput) -> bool:
         """Whether a file large enough may be parsed sparsely: never one named
-        (always parsed whole) nor an editor's text (the whole-file syntax
-        check reads the disk)."""
-        return self.prefilter and not source.explicit and source.text is None
+        (always parsed whole), an editor's text or a notebook (the whole-file
+        syntax check reads the file on disk as Python)."""
+        return self.prefilter and not source.explicit and source.text is None and \
+            not is_notebook(source.path)
 
     def _parse(self, source: SourceInput, scan: object, matters: bool) -> ParsedFile | None:
         entry = ParsedFile(source)
@@ -100,6 +102,9 @@ class _Parsing:
                 entry.module = _module(source.display, source.path, tree, entry.text,
                                        module_names=self.module_names)
                 self._whole[source.path] = entry.module
+        except NotebookError as exc:  # not JSON, not nbformat 4: as ruff, a syntax error
+            if "AGF000" in source.codes:
+                entry.findings.append(syntax_finding(source.display, exc))
         except Exception as exc:
             self.result.errors.append((source.display, _describe(exc)))
             return None
@@ -198,7 +203,7 @@ class _Parsing:
                 if tree is not None:
                     module = _module(source.display, key, tree, text,
                                      module_names=self.module_names)
-            except OSError:
+            except (OSError, NotebookError):
                 pass
             self._whole[key] = module
         return self._whole[key]

@@ -267,10 +267,12 @@ def _ignores_above(root: str) -> tuple[GitIgnore | None, str]:
 
 def iter_python_files(root: str | os.PathLike[str],
                       excluded: Callable[[str, bool], bool], *,
-                      respect_gitignore: bool = True) -> Iterator[str]:
-    """Paths (as text) of `.py` files under `root`, sorted, skipping excluded
-    and hidden-tool directories and, with respect_gitignore, what git ignores
-    (as ruff does). excluded(path, is_dir) decides user exclusions.
+                      respect_gitignore: bool = True,
+                      notebooks: bool = False) -> Iterator[str]:
+    """Paths (as text) of `.py` files (and, with `notebooks`, `.ipynb` ones)
+    under `root`, sorted, skipping excluded and hidden-tool directories and,
+    with respect_gitignore, what git ignores (as ruff does).
+    excluded(path, is_dir) decides user exclusions.
 
     Links to directories met on the way are not followed (ruff does not
     either): they mostly lead to virtual environments, dependencies or back
@@ -280,6 +282,7 @@ def iter_python_files(root: str | os.PathLike[str],
     ignores, relative = _ignores_above(start) if respect_gitignore else (None, "")
     stack: list[tuple[str, GitIgnore | None, str]] = [(start, ignores, relative)]
     visited: set[tuple[int, int]] = set()  # each real directory once (bind mounts)
+    suffixes = (".py", ".ipynb") if notebooks else ".py"
     while stack:
         directory, ignores, relative = stack.pop()
         try:
@@ -303,7 +306,7 @@ def iter_python_files(root: str | os.PathLike[str],
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            if not is_dir and not entry.name.endswith(".py"):
+            if not is_dir and not entry.name.endswith(suffixes):
                 continue
             path = entry.name if here else entry.path
             inner = f"{relative}/{entry.name}" if relative else entry.name

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .findings import SAFE, UNSAFE, Edit, Finding, Fix
 from .lines import LineIndex
+from .notebooks import is_notebook
 
 MAX_FIX_ROUNDS = 10  # fixes that overlap go in over several rounds
 
@@ -116,6 +117,8 @@ def _needs_parentheses(node: ast.expr) -> bool:
 class FixResult:
     text: str
     applied: list[Finding]  # the findings whose fixes went in
+    # The edits made: (start, end) offsets in the text given, and the new text.
+    spans: tuple[tuple[int, int, str], ...] = ()
 
 
 def fixable(findings: Iterable[Finding], *, unsafe: bool) -> list[Finding]:
@@ -161,7 +164,7 @@ def apply_fixes(text: str, findings: list[Finding]) -> FixResult:
         ast.parse(new_text)
     except (SyntaxError, ValueError):
         return FixResult(text, [])
-    return FixResult(new_text, applied)
+    return FixResult(new_text, applied, tuple(chosen))
 
 
 def _overlaps(span: tuple[int, int, str], taken: list[tuple[int, int]]) -> bool:
@@ -187,6 +190,8 @@ class FileChange:
     after: str
     applied: list[Finding]
     bom: bool
+    # A notebook's: (cell number, its text before, after) of each cell changed.
+    cells: tuple[tuple[int, str, str], ...] = ()
 
     def encoded(self) -> bytes:
         return ("\ufeff" if self.bom else "").encode() + self.after.encode("utf-8")
@@ -208,6 +213,10 @@ def plan_changes(findings: list[Finding], *, unsafe: bool,
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
+            if is_notebook(path):
+                change = _notebook_change(path, display, data, group)
+                changes += [change] if change is not None else []
+                continue
             bom = data.startswith(b"\xef\xbb\xbf")
             text = data[3 if bom else 0:].decode("utf-8")
             if not declares_utf8(data):
@@ -243,6 +252,27 @@ def fix_in_rounds(text: str, findings: list[Finding], lint: Callable[[str], list
     return FixResult(text, applied)
 
 
+def _notebook_change(path: str, display: str, data: bytes,
+                     findings: list[Finding]) -> FileChange | None:
+    """Fixes in a notebook: applied to its Python view (where the findings'
+    positions are), then made to the cells' own text, and the notebook
+    written back in its own layout; None when nothing applies, or when the
+    cells would not read back as the fixed view (an edit across cells)."""
+    from .notebooks import NotebookError, read_notebook
+
+    try:
+        notebook = read_notebook(data)
+    except NotebookError:
+        return None
+    result = apply_fixes(notebook.python, findings)
+    edited = notebook.with_edits(list(result.spans)) if result.applied else None
+    if edited is None or read_notebook(edited[0]).python != result.text:
+        return None
+    cells = tuple((cell.number, cell.before, cell.after) for cell in edited[1])
+    return FileChange(path, display, notebook.raw, edited[0], result.applied,
+                      data.startswith(b"\xef\xbb\xbf"), cells)
+
+
 def declares_utf8(data: bytes) -> bool:
     """Whether Python reads the file as UTF-8 (no cookie, or a UTF-8 one);
     raises SyntaxError for an unknown encoding."""
@@ -254,10 +284,23 @@ def declares_utf8(data: bytes) -> bool:
 
 
 def unified_diff(change: FileChange) -> str:
+    """The change as a unified diff; a notebook's, cell by cell (`a/nb.ipynb:cell 2`,
+    as ruff shows them)."""
+    if change.cells:  # a cell's last line has no line break: none is shown missing
+        return "".join(_diff(_ended(before), _ended(after), f"{change.display}:cell {number}")
+                       for number, before, after in change.cells)
+    return _diff(change.before, change.after, change.display)
+
+
+def _ended(text: str) -> str:
+    return text if not text or text.endswith(("\n", "\r")) else text + "\n"
+
+
+def _diff(before: str, after: str, name: str) -> str:
     import difflib
 
-    lines = difflib.unified_diff(
-        change.before.splitlines(keepends=True), change.after.splitlines(keepends=True),
-        fromfile=f"a/{change.display}", tofile=f"b/{change.display}")
+    lines = difflib.unified_diff(before.splitlines(keepends=True),
+                                 after.splitlines(keepends=True),
+                                 fromfile=f"a/{name}", tofile=f"b/{name}")
     return "".join(line if line.endswith(("\n", "\r")) else
                    line + "\n\\ No newline at end of file\n" for line in lines)

@@ -12,6 +12,8 @@ import re
 from functools import cached_property
 from itertools import accumulate
 
+from .notebooks import CellMap, NotebookError, is_notebook, read_notebook
+
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what `ast` counts as a new line
 
 
@@ -82,21 +84,44 @@ class LineIndex:
 
 
 class SourceLines:
-    """The `LineIndex` of each reported file, read on first use."""
+    """The `LineIndex` of each reported file, read on first use; of a
+    notebook, the index of its Python view and where each line lies in its
+    cells (notebooks.py)."""
 
     def __init__(self, paths: dict[str, str] | None = None) -> None:
         self._paths = paths or {}  # shown path -> file system path, where they differ
         self._files: dict[str, LineIndex] = {}
+        self._cells: dict[str, CellMap] = {}  # notebooks' (shown path)
 
     def index(self, path: str) -> LineIndex:
         if path not in self._files:
+            where = self._paths.get(path, path)
             try:
-                with open(self._paths.get(path, path), "rb") as handle:
-                    text = handle.read().decode("utf-8", errors="replace")
+                with open(where, "rb") as handle:
+                    data = handle.read()
             except OSError:
-                text = ""
+                data = b""
+            text = self._notebook(path, data) if is_notebook(where) else \
+                data.decode("utf-8", errors="replace")
             self._files[path] = LineIndex(text.removeprefix("\ufeff"))
         return self._files[path]
+
+    def _notebook(self, path: str, data: bytes) -> str:
+        """A notebook's Python view (nothing of a file that is not one), its cells kept."""
+        try:
+            notebook = read_notebook(data)
+        except NotebookError:
+            return ""
+        self._cells[path] = notebook.cell_map
+        return notebook.python
+
+    def cell_of(self, path: str, line: int) -> tuple[int, int] | None:
+        """Of a line of a notebook's Python view: its cell (numbered from 1
+        among all cells, as ruff and editors show them) and its line there;
+        None for any other file (its lines are shown as they are)."""
+        self.index(path)
+        cells = self._cells.get(path)
+        return cells.position(line) if cells is not None else None
 
     def line(self, path: str, line: int) -> str:
         return self.index(path).line(line)

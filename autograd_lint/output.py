@@ -47,6 +47,20 @@ _BOLD, _RED, _YELLOW, _CYAN, _BLUE, _RESET = (
 _SEVERITY_COLOR = {"error": _RED, "warning": _YELLOW, "info": _CYAN}
 
 
+def cell_line(lines: SourceLines, path: str, line: int) -> tuple[int | None, int]:
+    """Where a line of a finding is shown: in a notebook, its cell (from 1)
+    and its line in that cell, as ruff shows them; elsewhere (None, line).
+    Every output shows lines through this."""
+    position = lines.cell_of(path, line)
+    return (None, line) if position is None else position
+
+
+def line_label(lines: SourceLines, path: str, line: int) -> str:
+    """`12`, or `cell 2:5` in a notebook (ruff's `nb.ipynb:cell 2:5:9`)."""
+    cell, shown = cell_line(lines, path, line)
+    return str(shown) if cell is None else f"cell {cell}:{shown}"
+
+
 def split_message(message: str) -> tuple[str, str | None]:
     """A message's finding and its advice: `...cycle (a leak); save it with ...`."""
     head, sep, advice = message.partition("; ")
@@ -71,7 +85,7 @@ def render_text(findings: list[Finding], stream: TextIO, lines: SourceLines | No
         code = paint(f.code, _BOLD, _SEVERITY_COLOR.get(f.severity, ""))
         if style.links:
             code = f"\x1b]8;;{RULES[f.code].url}\x1b\\{code}\x1b]8;;\x1b\\"
-        where = paint(f"{f.path}:{f.line}:{column + 1}:", _BOLD)
+        where = paint(f"{f.path}:{line_label(lines, f.path, f.line)}:{column + 1}:", _BOLD)
         head, advice = split_message(f.message)
         if not style.full:  # one short line: the advice is the full format's `help`
             stream.write(f"{where} {code}{fixable} [{f.name}] {head}\n")
@@ -96,7 +110,7 @@ def _write_source(stream: TextIO, lines: SourceLines, f: Finding, column: int,
     else:
         end = len(text)
     width = max(end - column, 1)
-    number = str(f.line)
+    number = str(cell_line(lines, f.path, f.line)[1])
     gutter = " " * len(number)
     bar = paint("|", _BLUE)
     stream.write(f"{gutter} {bar}\n{paint(number, _BLUE)} {bar} {text}\n")
@@ -188,7 +202,7 @@ def json_findings(findings: list[Finding], lines: SourceLines, *,
         for edit in data["fix"]["edits"] if data["fix"] else ():
             edit["column"] = character(finding.path, edit["line"], edit["column"])
             edit["end_column"] = character(finding.path, edit["end_line"], edit["end_column"])
-        found.append(data)
+        found.append(_in_cells(data, lines))
     return found
 
 
@@ -198,6 +212,21 @@ def render_json(findings: list[Finding], lines: SourceLines, stream: TextIO, *,
 
     json.dump(json_findings(findings, lines, dynamic=dynamic), stream, indent=2)
     stream.write("\n")
+
+
+def _in_cells(data: dict[str, Any], lines: SourceLines) -> dict[str, Any]:
+    """A JSON finding of a notebook: a `cell` (after `path`, as ruff adds
+    one) and its lines, and its fix's, counted within the cell."""
+    path = data["path"]
+    cell, data["line"] = cell_line(lines, path, data["line"])
+    if cell is None:
+        return data
+    if data["end_line"] is not None:
+        data["end_line"] = cell_line(lines, path, data["end_line"])[1]
+    for edit in data["fix"]["edits"] if data["fix"] else ():
+        edit["cell"], edit["line"] = cell_line(lines, path, edit["line"])
+        edit["end_line"] = cell_line(lines, path, edit["end_line"])[1]
+    return {"path": path, "cell": cell, **data}
 
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -243,12 +272,13 @@ def sarif_log(findings: list[Finding], lines: SourceLines) -> dict[str, object]:
     prints = fingerprints(findings, lines, os.getcwd())
     results = []
     for finding, fingerprint in zip(findings, prints, strict=True):
+        cell, line = cell_line(lines, finding.path, finding.line)
         region: dict[str, int] = {
-            "startLine": finding.line,
+            "startLine": line,
             "startColumn": lines.utf16_column(finding.path, finding.line, finding.column) + 1,
         }
         if finding.end_line is not None and finding.end_column is not None:
-            region["endLine"] = finding.end_line
+            region["endLine"] = cell_line(lines, finding.path, finding.end_line)[1]
             region["endColumn"] = lines.utf16_column(finding.path, finding.end_line,
                                                      finding.end_column) + 1
         results.append({
@@ -261,6 +291,8 @@ def sarif_log(findings: list[Finding], lines: SourceLines) -> dict[str, object]:
                 "region": region,
             }}],
             "partialFingerprints": {"autogradLint/v1": fingerprint},
+            # A notebook's region counts lines within this cell (as ruff's).
+            **({"properties": {"cell": cell}} if cell is not None else {}),
         })
     return {
         "$schema": SARIF_SCHEMA,
@@ -290,12 +322,14 @@ def render_sarif(findings: list[Finding], lines: SourceLines, stream: TextIO) ->
 def render_github(findings: list[Finding], lines: SourceLines, stream: TextIO) -> None:
     """GitHub Actions workflow commands: one annotation per finding."""
     for f in findings:
-        props = [f"file={_escape_property(f.path)}", f"line={f.line}",
+        cell, line = cell_line(lines, f.path, f.line)
+        props = [f"file={_escape_property(f.path)}", f"line={line}",
                  f"col={lines.character_column(f.path, f.line, f.column) + 1}"]
         if f.end_line is not None and f.end_column is not None:
-            props += [f"endLine={f.end_line}",
+            props += [f"endLine={cell_line(lines, f.path, f.end_line)[1]}",
                       f"endColumn={lines.character_column(f.path, f.end_line, f.end_column) + 1}"]
-        props.append(f"title={_escape_property(f'{f.code} ({f.name})')}")
+        title = f"{f.code} ({f.name})" + (f" in cell {cell}" if cell is not None else "")
+        props.append(f"title={_escape_property(title)}")
         stream.write(f"::{_GITHUB_LEVEL[f.severity]} {','.join(props)}::"
                      f"{_escape_data(f'{f.code} {f.message}')}\n")
 

@@ -26,13 +26,14 @@ if TYPE_CHECKING:
 
 def read_source(path: str, texts: Mapping[str, bytes] | None) -> bytes | None:
     """A file's bytes: an editor's text where `texts` holds one, else the
-    disk's (None if it cannot be read), its lines ending in "\\n" as the
-    scan's do (the searches here read lines)."""
+    disk's (None if it cannot be read; of a notebook, its code cells), its
+    lines ending in "\\n" as the scan's do (the searches here read lines)."""
+    from .notebooks import scanned_source
     from .scan import newlines_as_lf, read_file
 
     text = texts.get(path) if texts else None
     data = text if text is not None else read_file(path)
-    return newlines_as_lf(data) if data is not None else None
+    return newlines_as_lf(scanned_source(path, data)) if data is not None else None
 
 
 _FUNCTION_CLASSES = frozenset({"Function", "InplaceFunction"})

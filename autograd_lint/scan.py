@@ -15,6 +15,7 @@ import re
 from typing import NamedTuple
 
 from .files import is_test_path
+from .notebooks import scanned_source
 
 # A class header up to its bases, `class Name(` or `class Name[T](` (type
 # parameters, Python 3.12+), with whitespace between the words as the parser
@@ -200,6 +201,7 @@ def newlines_as_lf(data: bytes) -> bytes:
 
 
 def scan_bytes(path: str, data: bytes) -> FileScan:
+    data = scanned_source(path, data)  # a notebook's code cells
     encoding = wide_encoding(data)
     if encoding is not None:  # scan its text, so that such a file is not skipped
         try:

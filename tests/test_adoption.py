@@ -86,7 +86,7 @@ def test_add_noqa_skips_a_line_inside_a_string(project: Path, capsys) -> None:
     before = (project / "ops.py").read_text(encoding="utf-8")
     code, _, err = run(capsys, "ops.py", "--add-noqa")
     assert code == 0 and "Added 0 noqa directives." in err
-    assert "ops.py:7: AGF001 not silenced: no comment can end that line" in err
+    assert "ops.py:7: AGF001 not silenced: no comment can be written there" in err
     assert (project / "ops.py").read_text(encoding="utf-8") == before
 
 

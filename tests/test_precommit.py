@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 
@@ -34,7 +35,7 @@ def test_hook_definitions_are_what_the_readme_promises() -> None:
     hooks = {hook["id"]: hook for hook in yaml.safe_load(
         (ROOT / ".pre-commit-hooks.yaml").read_text())}
     static, dynamic = hooks["autograd-lint"], hooks["autograd-lint-dynamic"]
-    assert static["types"] == ["python"] and static["require_serial"] is True
+    assert static["types_or"] == ["python", "jupyter"] and static["require_serial"] is True
     assert "--dynamic" not in static["entry"] and "stages" not in static
     assert "--dynamic" in dynamic["entry"] and dynamic["stages"] == ["manual"]
 
@@ -60,6 +61,10 @@ def test_precommit_fails_on_a_buggy_file_and_passes_on_a_clean_one(
         "    hooks:\n      - id: autograd-lint\n")
     (project / "ops.py").write_text("import torch\n\n\n" + leaky_function("Leaky"))
     (project / "notes.txt").write_text("ctx.x = x  # not Python: the hook must not see it\n")
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("%matplotlib inline\nimport torch"),
+                      nbformat.v4.new_code_cell(leaky_function("InNotebook"))]
+    nbformat.write(notebook, str(project / "explore.ipynb"))
     _commit_all(project)
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PYTHONPATH": ""}
 
@@ -72,9 +77,11 @@ def test_precommit_fails_on_a_buggy_file_and_passes_on_a_clean_one(
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert "ops.py:" in failing.stdout and "AGF001" in failing.stdout
     assert "notes.txt" not in failing.stdout
+    assert "explore.ipynb:cell 2:" in failing.stdout  # notebooks too (types_or: jupyter)
 
     fixed = "import torch\n\n\n" + leaky_function("Leaky").replace("ctx.x = ", "x_saved = ")
     (project / "ops.py").write_text(fixed)
+    (project / "explore.ipynb").unlink()
     _commit_all(project)
     passing = run()
     assert passing.returncode == 0, passing.stdout + passing.stderr
