@@ -440,7 +440,7 @@ def _render_for_programs(args: argparse.Namespace, findings: list, lines: Source
         "github": lambda: output.render_github(findings, lines, out),
         "gitlab": lambda: ci_reports.render_gitlab(findings, lines, out),
         "junit": lambda: ci_reports.render_junit(findings, lines, out),
-        "pylint": lambda: ci_reports.render_pylint(findings, out),
+        "pylint": lambda: ci_reports.render_pylint(findings, lines, out),
     }
     render[args.format]()
 

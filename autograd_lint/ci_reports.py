@@ -2,7 +2,8 @@
 (output.py): GitLab's Code Quality JSON, JUnit XML, pylint's parseable
 one-line format and JSON Lines. Shapes follow ruff's formats of the same
 names, so a pipeline set up for ruff reads ours unchanged; columns are
-1-based characters as those consumers count them.
+1-based characters as those consumers count them, and a notebook's lines
+count within their cell (output.cell_line), the cell named beside them.
 """
 from __future__ import annotations
 
@@ -29,11 +30,13 @@ def render_json_lines(findings: list[Finding], lines: SourceLines, stream: TextI
         stream.write(json.dumps(data, separators=(",", ":")) + "\n")
 
 
-def render_pylint(findings: list[Finding], stream: TextIO) -> None:
+def render_pylint(findings: list[Finding], lines: SourceLines, stream: TextIO) -> None:
     """`path:line: [CODE] message`, the parseable format editors and CI
-    problem matchers know from pylint."""
+    problem matchers know from pylint (`path:cell 2:5: ...` in a notebook)."""
+    from .output import line_label
+
     for f in findings:
-        stream.write(f"{f.path}:{f.line}: [{f.code}] {f.message}\n")
+        stream.write(f"{f.path}:{line_label(lines, f.path, f.line)}: [{f.code}] {f.message}\n")
 
 
 def render_gitlab(findings: list[Finding], lines: SourceLines, stream: TextIO) -> None:
@@ -46,12 +49,14 @@ def render_gitlab(findings: list[Finding], lines: SourceLines, stream: TextIO) -
     root = os.environ.get("CI_PROJECT_DIR") or os.getcwd()
     issues = []
     for f, fingerprint in zip(findings, fingerprints(findings, lines, root), strict=True):
-        begin = {"line": f.line, "column": _column(lines, f.path, f.line, f.column)}
+        begin = _position(lines, f.path, f.line, f.column)
         end = begin if f.end_line is None or f.end_column is None else \
-            {"line": f.end_line, "column": _column(lines, f.path, f.end_line, f.end_column)}
+            _position(lines, f.path, f.end_line, f.end_column)
+        cell = begin.pop("cell", None)
+        end.pop("cell", None)
         issues.append({
             "check_name": f.code,
-            "description": f"{f.code}: {f.message}",
+            "description": f"{f.code}: {f.message}" + (f" (cell {cell})" if cell else ""),
             "severity": _GITLAB_SEVERITY[f.severity],
             "fingerprint": fingerprint,
             "location": {"path": _relative(f.path, root),
@@ -80,21 +85,31 @@ def render_junit(findings: list[Finding], lines: SourceLines, stream: TextIO) ->
                                        failures=str(len(found)), errors="0",
                                        package="autograd-lint")
         for f in found:
-            column = _column(lines, f.path, f.line, f.column)
+            at = _position(lines, f.path, f.line, f.column)
             case = ElementTree.SubElement(
                 suite, "testcase", name=f"autograd-lint.{f.code}",
-                classname=str(Path(path).with_suffix("")), line=str(f.line), column=str(column))
+                classname=str(Path(path).with_suffix("")), line=str(at["line"]),
+                column=str(at["column"]))
             properties = ElementTree.SubElement(case, "properties")
             ElementTree.SubElement(properties, "property", name="severity", value=f.severity)
+            where = f"cell {at['cell']}, " if "cell" in at else ""
+            if where:
+                ElementTree.SubElement(properties, "property", name="cell", value=str(at["cell"]))
             failure = ElementTree.SubElement(case, "failure", message=f.message)
-            failure.text = f"line {f.line}, col {column}, {f.message}"
+            failure.text = f"{where}line {at['line']}, col {at['column']}, {f.message}"
     ElementTree.indent(suites, space="    ")
     stream.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     stream.write(ElementTree.tostring(suites, encoding="unicode") + "\n")
 
 
-def _column(lines: SourceLines, path: str, line: int, column: int) -> int:
-    return lines.character_column(path, line, column) + 1
+def _position(lines: SourceLines, path: str, line: int, column: int) -> dict[str, int]:
+    """{line, column} as shown (1-based characters; a notebook's line within
+    its cell, with the cell)."""
+    from .output import cell_line
+
+    cell, shown = cell_line(lines, path, line)
+    position = {"line": shown, "column": lines.character_column(path, line, column) + 1}
+    return position if cell is None else {**position, "cell": cell}
 
 
 def _relative(path: str, root: str) -> str:

@@ -311,6 +311,37 @@ def test_json_sarif_and_github_show_the_cell(tmp_path: Path, capsys) -> None:
     assert "cell" not in json_findings(capsys, str(tmp_path / "ops.py"))[0]
 
 
+def test_pylint_gitlab_junit_and_json_lines_show_the_cell(tmp_path: Path, capsys) -> None:
+    import xml.etree.ElementTree as ElementTree
+
+    path = fixable_notebook(tmp_path / "out.ipynb")
+    _, out, _ = check(capsys, "--format", "pylint", "--select", "AGF105", str(path))
+    assert out.startswith(f"{path}:cell 4:2: [AGF105] ")
+    _, out, _ = check(capsys, "--format", "gitlab", "--select", "AGF105", str(path))
+    (issue,) = json.loads(out)
+    assert issue["location"]["positions"]["begin"] == {"line": 2, "column": 5}
+    assert issue["description"].endswith("(cell 4)")
+    _, out, _ = check(capsys, "--format", "junit", "--select", "AGF105", str(path))
+    case = ElementTree.fromstring(out).find("testsuite/testcase")
+    assert (case.get("line"), case.get("column")) == ("2", "5")
+    assert case.find("failure").text.startswith("cell 4, line 2, col 5, ")
+    _, out, _ = check(capsys, "--format", "json-lines", "--select", "AGF105", str(path))
+    assert (json.loads(out)["cell"], json.loads(out)["line"]) == (4, 2)
+
+
+def test_add_noqa_leaves_a_notebook_alone_and_unused_noqa_works_in_cells(
+        tmp_path: Path, capsys) -> None:
+    path = fixable_notebook(tmp_path / "nb.ipynb")
+    before = path.read_bytes()
+    code, _, err = check(capsys, "--add-noqa", str(path))
+    assert code == 0 and path.read_bytes() == before and "Added 0 noqa directives." in err
+    stale = write_notebook(tmp_path / "stale.ipynb", "import torch",
+                           CUBE.replace("ctx.x = x", "ctx.x = x  # noqa: AGF001, AGF105"))
+    found = json_findings(capsys, "--extend-select", "AGF901", str(stale))
+    assert [(f["code"], f["cell"], f["line"]) for f in found] == [
+        ("AGF901", 2, 4), ("AGF006", 2, 9)]
+
+
 
 
 # ---------------------------------------------------------------------------
