@@ -101,7 +101,7 @@ def test_explicit_config_and_isolated(project: Path, capsys, tmp_path_factory) -
 
 @pytest.mark.parametrize(("body", "message"), [
     ('selct = ["AGF001"]\n', "unknown key 'selct'"),
-    ('select = ["AGF9"]\n', "unknown rule code or prefix 'AGF9'"),
+    ('select = ["AGF8"]\n', "unknown rule code or prefix 'AGF8'"),
     ('select = "AGF006"\n', "expected a list of strings, got 'AGF006'"),
     ("select = 3\n", "expected a list of strings"),
     ('ignore = ["AGF001", 7]\n', "expected a list of strings"),
@@ -172,7 +172,7 @@ def test_more_specific_selector_wins_and_ignore_wins_ties() -> None:
 
 def test_opt_in_rules_need_their_exact_code_or_all() -> None:
     info = {c for c, r in RULES.items() if not r.default}
-    assert info == {"AGF202", "AGF302", "AGF303", "AGF404", "AGD015"}
+    assert info == {"AGF202", "AGF302", "AGF303", "AGF404", "AGF901", "AGD015"}
     for selectors in (["AGF"], ["AGF2"], ["AGF0", "AGF1", "AGF2", "AGF3"], ["AGF20"]):
         assert not resolve_codes([Selection(select=selectors)]) & info, selectors
         assert not resolve_codes([Selection(extend_select=selectors)]) & info, selectors
