@@ -198,7 +198,7 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
             raise ConfigError("--watch cannot be combined with --diff, --add-noqa, "
                               "--output-file or `-`")
         args.watch = False  # each run a fresh one: the configuration may change too
-        return watch(lambda: run_check(args, out, err), args.paths or ["."], out)
+        return watch(lambda: _run_watched(args, out, err), args.paths or ["."], out)
     plan = _Plan(args, err)
     try:
         if not args.output_file:
@@ -212,6 +212,16 @@ def run_check(args: argparse.Namespace, out: TextIO, err: TextIO,
     finally:
         if plan.temporary is not None:
             plan.temporary.cleanup()
+
+
+def _run_watched(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """One run of --watch: a configuration broken while editing is said,
+    and the next change checks again."""
+    try:
+        return run_check(args, out, err)
+    except ConfigError as exc:
+        err.write(f"autograd-lint: error: {exc}\n")
+        return EXIT_ERROR
 
 
 def _write_output_file(path: str, report: str) -> None:

@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .findings import Finding
-from .noqa import parse_suppressions
+from .noqa import UNUSED_NOQA, parse_suppressions
 
 
 @dataclass
@@ -32,6 +32,8 @@ def add_noqa_codes(text: str, findings: list[Finding]) -> NoqaEdits:
     wanted: dict[int, set[str]] = defaultdict(set)
     commentable = _commentable_lines(text)
     for finding in findings:
+        if finding.code == UNUSED_NOQA:
+            continue  # its fix removes the code; a noqa for it would keep the stale one
         if finding.code == "AGF000" or finding.line not in commentable:
             result.skipped.append(finding)
         else:

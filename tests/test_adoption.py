@@ -121,6 +121,10 @@ def test_unused_noqa_codes_are_reported_and_removed_by_fix(project: Path, capsys
     assert all(f["fix"]["applicability"] == "safe" for f in found)
     # Off by default: an info rule.
     assert run(capsys, "ops.py")[0] == 0
+    # --add-noqa never silences it: its fix removes the stale code instead.
+    before = (project / "ops.py").read_text(encoding="utf-8")
+    assert run(capsys, "ops.py", "--extend-select", "AGF901", "--add-noqa")[0] == 0
+    assert (project / "ops.py").read_text(encoding="utf-8") == before
     code, _, _ = run(capsys, "ops.py", "--extend-select", "AGF901", "--fix")
     assert code == 0
     assert (project / "ops.py").read_text(encoding="utf-8").splitlines()[1:10] == [
@@ -220,13 +224,17 @@ def test_show_settings_names_the_configuration_and_rules(project: Path, capsys) 
 # -- --watch ---------------------------------------------------------------------
 def test_watch_checks_again_after_a_change_and_stops_on_ctrl_c(project: Path) -> None:
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "autograd_lint", "check", "--isolated", "--no-cache",
-         "--watch", "."], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        [sys.executable, "-m", "autograd_lint", "check", "--no-cache", "--watch", "."],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(3)  # the first run
         (project / "ops.py").write_text("x = 1\n", encoding="utf-8")
         time.sleep(3)  # seen within a poll, then settled
+        # A configuration broken while editing is said; watching goes on.
+        (project / "pyproject.toml").write_text(
+            '[tool.autograd-lint]\nselect = ["NOPE"]\n', encoding="utf-8")
+        time.sleep(3)
+        assert watcher.poll() is None
     finally:
         watcher.send_signal(signal.SIGINT)
         out, err = watcher.communicate(timeout=30)
@@ -234,3 +242,5 @@ def test_watch_checks_again_after_a_change_and_stops_on_ctrl_c(project: Path) ->
     first, _, second = out.partition("File change detected...")
     assert "Starting the linter in watch mode" in first and "AGF001" in first
     assert second and "All checks passed!" in second and "AGF001" not in second
+    assert out.count("File change detected...") == 2
+    assert "autograd-lint: error:" in err and "NOPE" in err
