@@ -48,7 +48,7 @@ def add_noqa_codes(text: str, findings: list[Finding]) -> NoqaEdits:
         body = line.rstrip("\r\n")
         ending = line[len(body):]
         if number in suppressions.lines and suppressions.lines[number] is None:
-            continue  # a bare `# noqa` silences the line already
+            continue  # a bare noqa comment silences the line already
         comment = coded.get(number)
         if comment is not None:
             new = sorted(codes - set(comment.codes))
