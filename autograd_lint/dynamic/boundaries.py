@@ -33,7 +33,7 @@ from .errors import first_line
 from .gradcheck import run_gradcheck
 from .inputs import Inputs
 from .isolation import PROBE_SECONDS, run_isolated
-from .probing import fresh, identical, transposed_in_memory, unit_results
+from .probing import fresh, identical, repeatable, transposed_in_memory, unit_results
 from .target import Target
 from .verdicts import gradcheck_failure
 
@@ -141,11 +141,10 @@ def _check_variant(target: Target, variant: Inputs, note: str) -> None:
 def _works(target: Target, inputs: Inputs) -> bool:
     """forward and backward run, twice alike, with finite results."""
     try:
-        first, second = ([*outputs, *grads] for outputs, grads in
-                         (unit_results(target, inputs.args) for _ in range(2)))
+        results = repeatable(target, inputs.args)
     except Exception:
         return False
-    return identical(first, second) and all(bool(torch.isfinite(t).all()) for t in first)
+    return results is not None and all(bool(torch.isfinite(t).all()) for t in results)
 
 
 def _check_strided(target: Target, inputs: Inputs) -> None:

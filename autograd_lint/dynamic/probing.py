@@ -2,7 +2,8 @@
 inputs, pick out its tensor outputs, run a backward with unit gradients."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -96,3 +97,55 @@ def identical(first: list[torch.Tensor], second: list[torch.Tensor]) -> bool:
     """Two runs' tensors, equal element for element."""
     return len(first) == len(second) and all(
         a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, second, strict=True))
+
+
+def repeatable(target: Target, args: tuple[Any, ...]) -> list[torch.Tensor] | None:
+    """forward's outputs and gradients when two runs give them alike and no
+    result is read from memory a kernel leaves unwritten; else None. (Two
+    runs may agree on unwritten memory: the allocator hands the second run
+    the block the first freed, stale values and all. A third run, with
+    torch's deterministic mode filling new memory with NaN, shows it.)
+    Raises what the runs raise."""
+    first, second = ([*outputs, *grads] for outputs, grads in
+                     (unit_results(target, args) for _ in range(2)))
+    if not identical(first, second):
+        return None
+    with _new_memory_as_nan() as filling:
+        outputs, grads = unit_results(target, args)
+    filled = [*outputs, *grads] if filling else []
+    if len(filled) == len(first) and any(
+            a.shape == b.shape and a.is_floating_point() and
+            bool((torch.isnan(b) & ~torch.isnan(a)).any())
+            for a, b in zip(first, filled, strict=True)):
+        return None
+    return first
+
+
+@contextmanager
+def _new_memory_as_nan() -> Iterator[bool]:
+    """torch.empty and its kin filled with NaN (integers with their largest
+    value), as torch's deterministic mode does; warn-only, so that no op
+    refuses to run, and its warnings kept quiet. Through torch's own switch,
+    not `torch.use_deterministic_algorithms`, which imports the inductor
+    (and Triton with it: the run would then look emulated). Yields whether
+    the memory is filled (False where this torch has no such switch)."""
+    import warnings
+
+    from torch.utils import deterministic
+
+    switch = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if switch is None:
+        yield False
+        return
+    enabled = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = deterministic.fill_uninitialized_memory
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            switch(True, warn_only=True)
+            deterministic.fill_uninitialized_memory = True
+            yield True
+    finally:
+        switch(enabled, warn_only=warn_only)
+        deterministic.fill_uninitialized_memory = fill
