@@ -359,6 +359,7 @@ def _add_noqa(args: argparse.Namespace, result: LintResult, err: TextIO) -> int:
     from collections import defaultdict
 
     from .files import fix_destination, fix_roots, write_atomically
+    from .fixes import utf8_text
     from .noqa_writer import add_noqa_codes
     from .notebooks import is_notebook
 
@@ -371,17 +372,17 @@ def _add_noqa(args: argparse.Namespace, result: LintResult, err: TextIO) -> int:
         # A notebook's lines are its cells' (its file is JSON): not written.
         destination = None if is_notebook(path) else fix_destination(path, roots)
         try:
-            raw = Path(path).read_bytes()
-            text = raw.decode("utf-8-sig")
-        except (OSError, UnicodeDecodeError):
-            destination = None
-        if destination is None:  # a notebook, not UTF-8, unreadable, a link leading outside
+            decoded = utf8_text(Path(path).read_bytes()) if destination else None
+        except OSError:
+            decoded = None
+        if decoded is None:  # a notebook, not UTF-8, unreadable, a link leading outside
             skipped += findings
             continue
+        text, bom = decoded
         edits = add_noqa_codes(text, findings)
         if edits.added:
-            bom = "\ufeff" if raw.startswith(b"\xef\xbb\xbf") else ""
-            write_atomically(destination, (bom + edits.text).encode("utf-8"))
+            write_atomically(destination, ("\ufeff" if bom else "").encode() +
+                             edits.text.encode("utf-8"))
         added += edits.added
         skipped += edits.skipped
     for finding in skipped:
@@ -405,14 +406,12 @@ def _report(args: argparse.Namespace, findings: list, result: LintResult, lines:
 
         kept = new_findings(args.baseline, findings, lines)
         hidden, findings = len(findings) - len(kept), kept
-    if args.format in _PROGRAM_FORMATS and not (args.statistics and args.format == "json"):
-        _render_for_programs(args, findings, lines, out)
-    elif args.format == "json":
+    if args.statistics and args.format == "json":
         import json
 
         json.dump(statistics(findings), out, indent=2)
         out.write("\n")
-    else:
+    elif not _render_for_programs(args, findings, lines, out):
         if args.statistics:
             render_statistics(findings, out)
         else:
@@ -438,8 +437,9 @@ def _report(args: argparse.Namespace, findings: list, result: LintResult, lines:
 
 
 def _render_for_programs(args: argparse.Namespace, findings: list, lines: SourceLines,
-                         out: TextIO) -> None:
-    """The formats read by programs: the findings only, never a summary line."""
+                         out: TextIO) -> bool:
+    """The formats read by programs: the findings only, never a summary line.
+    False for a format people read (text, full, concise)."""
     from . import ci_reports, output
 
     render = {
@@ -452,11 +452,10 @@ def _render_for_programs(args: argparse.Namespace, findings: list, lines: Source
         "junit": lambda: ci_reports.render_junit(findings, lines, out),
         "pylint": lambda: ci_reports.render_pylint(findings, lines, out),
     }
+    if args.format not in render:
+        return False
     render[args.format]()
-
-
-_PROGRAM_FORMATS = frozenset({"json", "json-lines", "sarif", "github", "gitlab", "junit",
-                              "pylint"})
+    return True
 
 
 def _cache_directory(args: argparse.Namespace, plan: _Plan) -> Path:

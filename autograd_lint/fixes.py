@@ -217,12 +217,12 @@ def plan_changes(findings: list[Finding], *, unsafe: bool,
                 change = _notebook_change(path, display, data, group)
                 changes += [change] if change is not None else []
                 continue
-            bom = data.startswith(b"\xef\xbb\xbf")
-            text = data[3 if bom else 0:].decode("utf-8")
-            if not declares_utf8(data):
-                continue
-        except (OSError, UnicodeDecodeError, SyntaxError):
+        except OSError:
             continue
+        decoded = utf8_text(data)
+        if decoded is None:
+            continue
+        text, bom = decoded
         result = apply_fixes(text, group)
         if result.applied:
             changes.append(FileChange(path, display, text, result.text, result.applied, bom))
@@ -271,6 +271,18 @@ def _notebook_change(path: str, display: str, data: bytes,
     cells = tuple((cell.number, cell.before, cell.after) for cell in edited[1])
     return FileChange(path, display, notebook.raw, edited[0], result.applied,
                       data.startswith(b"\xef\xbb\xbf"), cells)
+
+
+def utf8_text(data: bytes) -> tuple[str, bool] | None:
+    """A source file's text and whether it starts with a BOM, where Python
+    reads it as UTF-8; None for a file that is not UTF-8 or declares another
+    encoding (a `coding:` cookie: positions count in that decoding, and
+    rewriting it could change its bytes)."""
+    bom = data.startswith(b"\xef\xbb\xbf")
+    try:
+        return (data[3 if bom else 0:].decode("utf-8"), bom) if declares_utf8(data) else None
+    except (UnicodeDecodeError, SyntaxError):
+        return None
 
 
 def declares_utf8(data: bytes) -> bool:

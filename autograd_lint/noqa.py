@@ -56,10 +56,9 @@ class Suppressions:
         return codes is None or finding.code in codes
 
 
-def _codes(text: str | None) -> frozenset[str] | None:
-    if not text:
-        return None
-    return frozenset(c.upper() for c in _SPLIT.split(text.strip()) if c)
+def _written(text: str | None) -> tuple[str, ...]:
+    """The codes a directive names, in the order written (none: all codes)."""
+    return tuple(c.upper() for c in _SPLIT.split(text.strip()) if c) if text else ()
 
 
 def _comments(source: str) -> list[tuple[int, str, bool, int]]:
@@ -105,9 +104,9 @@ def parse_suppressions(source: str) -> Suppressions:
         if not file_level and (match := _LINE.search(comment)) is None:
             continue
         assert match is not None
-        codes = _codes(match.group("codes"))
-        if codes is not None:
-            written = tuple(c.upper() for c in _SPLIT.split(match.group("codes").strip()) if c)
+        written = _written(match.group("codes"))
+        codes = frozenset(written) if written else ALL
+        if written:
             result.comments.append(NoqaComment(
                 line, column + len(comment[:match.start()].encode()),
                 column + len(comment[:match.end()].encode()), written, file_level))

@@ -29,7 +29,7 @@ def add_noqa_codes(text: str, findings: list[Finding]) -> NoqaEdits:
     take a comment: its findings are skipped (AGF000 too: a file that does
     not parse is not silenced line by line)."""
     result = NoqaEdits(text)
-    wanted: dict[int, set[str]] = defaultdict(set)
+    wanted: dict[int, list[Finding]] = defaultdict(list)
     commentable = _commentable_lines(text)
     for finding in findings:
         if finding.code == UNUSED_NOQA:
@@ -37,13 +37,14 @@ def add_noqa_codes(text: str, findings: list[Finding]) -> NoqaEdits:
         if finding.code == "AGF000" or finding.line not in commentable:
             result.skipped.append(finding)
         else:
-            wanted[finding.line].add(finding.code)
+            wanted[finding.line].append(finding)
     if not wanted:
         return result
     suppressions = parse_suppressions(text)
     coded = {c.line: c for c in suppressions.comments if not c.file_level}
     lines = io.StringIO(text, newline="").readlines()  # as the tokenizer counts lines
-    for number, codes in wanted.items():
+    for number, found in wanted.items():
+        codes = {f.code for f in found}
         line = lines[number - 1]
         body = line.rstrip("\r\n")
         ending = line[len(body):]
@@ -59,7 +60,7 @@ def add_noqa_codes(text: str, findings: list[Finding]) -> NoqaEdits:
             new = sorted(codes)
             body = f"{body}  # noqa: {', '.join(new)}"
         lines[number - 1] = body + ending
-        result.added += sum(1 for f in findings if f.line == number and f.code in new)
+        result.added += sum(f.code in new for f in found)
     result.text = "".join(lines)
     return result
 

@@ -30,7 +30,7 @@ PHASES = [  # (label, file suffix, function name) of the functions that make up 
     ("  of which ast.parse", "ast.py", "parse"),
     ("rules", "engine.py", "check_module"),
     ("  of which AGF301 gradcheck search", "usage.py", "gradchecked"),
-    ("noqa suppressions", "noqa.py", "filter_findings"),
+    ("noqa suppressions", "noqa.py", "apply_noqa"),
 ]
 
 

@@ -133,17 +133,20 @@ def test_schemas_declare_writes_with_a_bang(tmp_path: Path) -> None:
     assert found(source) == {(12, "AGF403")}
 
 
-def test_a_registration_wrapper_of_another_module_defines_ops(tmp_path: Path) -> None:
-    helper = '''
-        vendor_lib = torch.library.Library("vendor", "FRAGMENT")
+# vLLM's registration wrapper, in a module of its own.
+REGISTRATION_WRAPPER = '''
+    vendor_lib = torch.library.Library("vendor", "FRAGMENT")
 
-        def direct_register_custom_op(op_name, op_func, mutates_args=None, fake_impl=None):
-            schema = torch.library.infer_schema(op_func, mutates_args=mutates_args)
-            vendor_lib.define(op_name + schema)
-            vendor_lib.impl(op_name, op_func, "CUDA")
-            if fake_impl is not None:
-                vendor_lib._register_fake(op_name, fake_impl)
-    '''
+    def direct_register_custom_op(op_name, op_func, mutates_args=None, fake_impl=None):
+        schema = torch.library.infer_schema(op_func, mutates_args=mutates_args)
+        vendor_lib.define(op_name + schema)
+        vendor_lib.impl(op_name, op_func, "CUDA")
+        if fake_impl is not None:
+            vendor_lib._register_fake(op_name, fake_impl)
+'''
+
+
+def test_a_registration_wrapper_of_another_module_defines_ops(tmp_path: Path) -> None:
     ops = '''
         from pkg.utils import direct_register_custom_op
 
@@ -158,7 +161,7 @@ def test_a_registration_wrapper_of_another_module_defines_ops(tmp_path: Path) ->
     '''
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
-    assert tree(tmp_path, {"pkg/utils.py": helper,
+    assert tree(tmp_path, {"pkg/utils.py": REGISTRATION_WRAPPER,
                            "pkg/ops.py": ops.replace("MUTATES", "[]")}) == {
         ("ops.py", 7, "AGF403"), ("ops.py", 9, "AGF401")}
     assert tree(tmp_path, {"pkg/ops.py": ops.replace("MUTATES", '["out"]').replace(
@@ -406,16 +409,7 @@ def test_a_wrappers_fake_is_its_own_ops_not_another_of_that_name(tmp_path: Path)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "__init__.py").write_text("")
     assert tree(tmp_path, {
-        "pkg/utils.py": '''
-            vendor_lib = torch.library.Library("vendor", "FRAGMENT")
-
-            def direct_register_custom_op(op_name, op_func, mutates_args=None, fake_impl=None):
-                schema = torch.library.infer_schema(op_func, mutates_args=mutates_args)
-                vendor_lib.define(op_name + schema)
-                vendor_lib.impl(op_name, op_func, "CUDA")
-                if fake_impl is not None:
-                    vendor_lib._register_fake(op_name, fake_impl)
-        ''',
+        "pkg/utils.py": REGISTRATION_WRAPPER,
         "pkg/ops.py": '''
             from pkg.utils import direct_register_custom_op
 
