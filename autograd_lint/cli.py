@@ -33,14 +33,16 @@ def run_rules(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         import json
 
-        json.dump([{"code": r.code, "name": r.name, "severity": r.severity,
+        json.dump([{"code": r.code, "name": r.name, "severity": r.severity, "tier": r.tier,
                     "default": r.default, "summary": r.summary} for r in rows], out, indent=2)
         out.write("\n")
         return EXIT_CLEAN
     width = max(len(r.name) for r in rows)
+    tier_width = max(len(r.tier) for r in rows)
     for r in rows:
         state = "" if r.default else "  (off by default)"
-        out.write(f"{r.code}  {r.name:<{width}}  {r.severity:<7}  {r.summary}{state}\n")
+        out.write(f"{r.code}  {r.name:<{width}}  {r.severity:<7}  {r.tier:<{tier_width}}  "
+                  f"{r.summary}{state}\n")
     return EXIT_CLEAN
 
 

@@ -6,9 +6,12 @@ both match a rule, the more specific (longer) one wins, and an ignore wins a
 tie. The configuration file is one layer, the command line a second one on
 top of it.
 
-Rules that are off by default (the info rules) are opt-in, as ruff's preview
-rules are: only their exact code or `ALL` selects them, never a prefix, so
-`select = ["AGF"]` or `--extend-select AGF2` keeps them off.
+Rules are grouped in tiers (RULES.md, "Tiers"); only the correctness tier is
+on by default. A tier name (`pedantic`, `coverage`, `style`, `correctness`) is
+a selector of its own. Rules outside the correctness tier are opt-in, as
+ruff's preview rules are: only their exact code, their tier's name or `ALL`
+selects them, never a prefix, so `select = ["AGF"]` or `--extend-select AGF2`
+keeps them off and `extend-select = ["pedantic"]` turns that tier on.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .registry import RULES, default_codes
+from .registry import RULES, TIERS, default_codes
 
 CONFIG_TABLE = "autograd-lint"
 CONFIG_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude",
@@ -34,26 +37,39 @@ class ConfigError(Exception):
 # Selectors
 # ---------------------------------------------------------------------------
 def validate_selector(selector: str, where: str) -> str:
-    """Normalise a selector (code, code prefix or ALL) or raise ConfigError."""
+    """Normalise a selector (code, code prefix, tier name or ALL) or raise ConfigError."""
     text = selector.strip().upper()
     if text == "ALL":
         return text
+    if text.lower() in TIERS:
+        return text.lower()
     if text and any(code.startswith(text) for code in RULES):
         return text
-    raise ConfigError(f"{where}: unknown rule code or prefix {selector.strip()!r} "
-                      f"(see `autograd-lint rules`)")
+    raise ConfigError(f"{where}: unknown rule code, prefix or tier {selector.strip()!r} "
+                      f"(see `autograd-lint rules`; tiers: {', '.join(TIERS)})")
 
 
 def _specificity(selector: str) -> int:
-    return 0 if selector == "ALL" else len(selector)
+    """ALL < a tier name < a code prefix (the longer, the more specific) < a code."""
+    if selector == "ALL":
+        return 0
+    return 1 if selector in TIERS else 1 + len(selector)
+
+
+def _matches(code: str, selector: str, opt_in: bool) -> bool:
+    if selector == "ALL" or selector == code:
+        return True
+    if selector in TIERS:
+        return RULES[code].tier == selector
+    return code.startswith(selector) and not opt_in
 
 
 def _best_match(code: str, selectors: Iterable[str], *, opt_in: bool = False) -> int:
     """The specificity of the most specific selector matching the code, or -1.
-    An opt-in rule is matched by its exact code or ALL only."""
+    An opt-in rule is matched by its exact code, its tier or ALL only."""
     best = -1
     for selector in selectors:
-        if selector == "ALL" or selector == code or (code.startswith(selector) and not opt_in):
+        if _matches(code, selector, opt_in):
             best = max(best, _specificity(selector))
     return best
 

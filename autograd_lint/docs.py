@@ -38,6 +38,7 @@ def rule_page(rule: Rule) -> str:
     page = read_page(rule.code)
     if page is not None:
         return page if page.endswith("\n") else page + "\n"
-    default = "on" if rule.default else "off (enable with --extend-select)"
-    return (f"# {rule.code} {rule.name}\n\nSeverity: {rule.severity}; default: {default}.\n\n"
+    default = "on" if rule.default else f"off (enable with --extend-select {rule.code})"
+    return (f"# {rule.code} {rule.name}\n\nSeverity: {rule.severity}; tier: {rule.tier}; "
+            f"default: {default}.\n\n"
             f"{rule.summary}\n")

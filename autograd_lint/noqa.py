@@ -48,12 +48,27 @@ class Suppressions:
     comments: list[NoqaComment] = field(default_factory=list)
 
     def suppressed(self, finding: Finding) -> bool:
-        if self.file_codes is None or finding.code in self.file_codes:
+        if self.file_codes is None or _names(self.file_codes, finding.code):
             return True
         if finding.line not in self.lines:
             return False
         codes = self.lines[finding.line]
-        return codes is None or finding.code in codes
+        return codes is None or _names(codes, finding.code)
+
+
+def _names(codes: frozenset[str], code: str) -> bool:
+    """Whether a directive's codes name this code, or the code it split off
+    from (ruff's redirects: `# noqa: AGF001` still silences AGF009)."""
+    from .registry import split_parents
+
+    return code in codes or not codes.isdisjoint(split_parents(code))
+
+
+def _with_parents(codes: set[str]) -> set[str]:
+    """Codes reported, and the codes they split off from."""
+    from .registry import split_parents
+
+    return codes.union(*(split_parents(code) for code in codes))
 
 
 def _written(text: str | None) -> tuple[str, ...]:
@@ -66,7 +81,9 @@ def _comments(source: str) -> list[tuple[int, str, bool, int]]:
     where it starts) for every comment."""
     found: list[tuple[int, str, bool, int]] = []
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        # Universal newlines: a lone "\r" ends a line for the parser, so it must
+        # here too, or every comment after one is read on the wrong line.
+        for token in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
             if token.type == tokenize.COMMENT:
                 before = token.line[: token.start[1]]
                 found.append((token.start[0], token.string, not before.strip(),
@@ -157,7 +174,7 @@ def unused_noqa(findings: list[Finding], suppressions: Suppressions, source: str
     in_file = {f.code for f in findings}
     unused_found = []
     for comment in suppressions.comments:
-        used = in_file if comment.file_level else reported.get(comment.line, set())
+        used = _with_parents(in_file if comment.file_level else reported.get(comment.line, set()))
         unused = [c for c in comment.codes if c in RULES and c in codes and c.startswith("AGF")
                   and c not in used and c != UNUSED_NOQA and c not in TREE_ONLY_CODES]
         if unused:

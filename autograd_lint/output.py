@@ -266,7 +266,7 @@ def sarif_log(findings: list[Finding], lines: SourceLines) -> dict[str, object]:
             "help": {"text": rule.summary, "markdown": rule_page(rule)},
             "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity],
                                      "enabled": rule.default},
-            "properties": {"tags": [rule.family], "fix": rule.fix or "none"},
+            "properties": {"tags": [rule.family], "tier": rule.tier, "fix": rule.fix or "none"},
         } for rule in rules],
     }
     prints = fingerprints(findings, lines, os.getcwd())

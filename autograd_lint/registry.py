@@ -13,6 +13,23 @@ WARNING = "warning"
 INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)
 
+# Tiers (RULES.md, "Tiers"), as clippy's lint groups and ruff's categories:
+# only the correctness tier runs by default; a tier name is a selector.
+CORRECTNESS = "correctness"
+PEDANTIC = "pedantic"
+COVERAGE = "coverage"
+STYLE = "style"
+TIERS = (CORRECTNESS, PEDANTIC, COVERAGE, STYLE)
+
+# Codes split off a parent code (RULES.md, "Tiers"): a `# noqa` naming the
+# parent also silences them on its line, so no suppression breaks.
+SPLIT_FROM: dict[str, frozenset[str]] = {
+    "AGF009": frozenset({"AGF001"}),
+    "AGF010": frozenset({"AGF005", "AGF006", "AGF007"}),
+    "AGF011": frozenset({"AGF005", "AGF006", "AGF007"}),
+    "AGF012": frozenset({"AGF007"}),
+}
+
 # Rules with an automatic fix, and whether it is safe (`--fix`) or unsafe
 # (`--unsafe-fixes`); the checkers build the edits (autograd_lint/fixes.py).
 FIX_SAFETY: dict[str, str] = {
@@ -34,7 +51,12 @@ class Rule:
     summary: str
     message: str  # str.format template; checkers fill the fields
     family: str  # module under autograd_lint.checkers ("engine" for AGF000)
-    default: bool = True  # on unless selected (info rules are off)
+    tier: str = CORRECTNESS
+
+    @property
+    def default(self) -> bool:
+        """On unless deselected: the correctness tier only."""
+        return self.tier == CORRECTNESS
 
     def format(self, **fields: object) -> str:
         return self.message.format(**fields)
@@ -120,6 +142,45 @@ _RULES: tuple[Rule, ...] = (
         "`.data` used inside a Function.",
         "`.data` hides this {access} from autograd's version counter; {fix}",
         "ctx_state",
+        tier=PEDANTIC,
+    ),
+    # --- by design, split off AGF001 and AGF005-AGF007 (pedantic) --------------
+    Rule(
+        "AGF009", "ctx-constant-tensor", WARNING,
+        "A constant tensor (no gradient, integer/bool or scalar) kept as a ctx attribute.",
+        "`ctx.{attr}` holds {what}, which {why}; as a plain attribute it still escapes "
+        "saved-tensor hooks (checkpoint offload keeps it alive) and version checks, so "
+        "save it with `ctx.save_for_backward(...)`",
+        "ctx_state",
+        tier=PEDANTIC,
+    ),
+    Rule(
+        "AGF010", "inplace-collective", WARNING,
+        "An in-place collective on a forward input, a saved tensor or the incoming gradient.",
+        "in-place collective {how} on `{target}` overwrites {source}{via}, which is right "
+        "only while nothing else holds that tensor; reduce into a new tensor (or "
+        "`ctx.mark_dirty` the input) if callers may share it",
+        "inplace",
+        tier=PEDANTIC,
+    ),
+    Rule(
+        "AGF011", "inplace-opt-in", WARNING,
+        "An in-place change that happens only under a caller's opt-in flag.",
+        "in-place {how} on `{target}` changes {source}{via} only when the caller sets "
+        "{flag}: callers that opt in must not share that tensor; document it, or clone "
+        "under the flag",
+        "inplace",
+        tier=PEDANTIC,
+    ),
+    Rule(
+        "AGF012", "inplace-returned-input", WARNING,
+        "forward changes an input in place and returns it without ctx.mark_dirty.",
+        "in-place {how} on `{target}` changes forward's input `{root}`{via}, which forward "
+        "returns, without `ctx.mark_dirty({root})`: autograd does not know, so a node that "
+        "saved `{root}` earlier silently reads the new values; call "
+        "`ctx.mark_dirty({root})`",
+        "inplace",
+        tier=PEDANTIC,
     ),
     # --- gradient arity ------------------------------------------------------
     Rule(
@@ -176,6 +237,7 @@ _RULES = _RULES + (
         "`{method}` is not a `@staticmethod`: legacy style that only works through `apply` "
         "(instantiating the Function raises); decorate it with `@staticmethod`",
         "structure",
+        tier=STYLE,
     ),
     Rule(
         "AGF104", "ctx-signature-mismatch", ERROR,
@@ -190,6 +252,7 @@ _RULES = _RULES + (
         "it raises NotImplementedError; implement backward (or mark every output "
         "non-differentiable)",
         "structure",
+        tier=PEDANTIC,
     ),
     Rule(
         "AGF108", "vmap-rule-conflict", ERROR,
@@ -233,6 +296,7 @@ _RULES = _RULES + (
         "reference); add a test such as `torch.autograd.gradcheck({name}.apply, inputs)` with "
         "float64 inputs",
         "usage",
+        tier=COVERAGE,
     ),
     # --- more ctx and saved state ----------------------------------------------------
     Rule(
@@ -248,6 +312,7 @@ _RULES = _RULES + (
         "`ctx.mark_non_differentiable({name})` marks forward's input `{name}`, which autograd "
         "ignores (it applies to outputs only); mark the output instead",
         "ctx_state",
+        tier=PEDANTIC,
     ),
     Rule(
         "AGF206", "setup-context-compute", WARNING,
@@ -256,6 +321,7 @@ _RULES = _RULES + (
         "forward without it); compute it in forward and return it as an extra output, or "
         "compute it in backward",
         "ctx_state",
+        tier=PEDANTIC,
     ),
     Rule(
         "AGF210", "saved-tensors-read-twice", WARNING,
@@ -284,6 +350,7 @@ _RULES = _RULES + (
         "ctx.saved_variables or ctx.mark_shared_storage.",
         "`ctx.{attr}` is deprecated{detail}; {fix}",
         "ctx_state",
+        tier=STYLE,
     ),
     Rule(
         "AGF215", "saved-output-view", WARNING,
@@ -329,7 +396,7 @@ _RULES = _RULES + (
         "backward computes several gradients without checking ctx.needs_input_grad.",
         "backward computes {count} gradients without checking `ctx.needs_input_grad`; skip "
         "the ones autograd does not need (`if ctx.needs_input_grad[i]: ...`)",
-        "differentiability", default=False,
+        "differentiability", tier=STYLE,
     ),
     Rule(
         "AGF204", "backward-not-differentiable", WARNING,
@@ -338,6 +405,7 @@ _RULES = _RULES + (
         "gives wrong (zero) gradients; decorate backward with `@once_differentiable` or keep "
         "the computation differentiable",
         "differentiability",
+        tier=PEDANTIC,
     ),
     Rule(
         "AGF214", "backward-accumulates-grad", ERROR,
@@ -352,7 +420,7 @@ _RULES = _RULES + (
         "A Function that reimplements one built-in op with its textbook derivative.",
         "`{name}` reimplements `{op}` with its textbook derivative, which autograd already "
         "does (faster, and composable with torch.func); call `{op}` directly",
-        "differentiability", default=False,
+        "differentiability", tier=STYLE,
     ),
     Rule(
         "AGF303", "ctx-style-not-functorch", INFO,
@@ -360,7 +428,7 @@ _RULES = _RULES + (
         "`{name}` takes ctx in forward and has no setup_context, so torch.func transforms "
         "(vmap, grad, jacrev) raise on it; use `forward(*inputs)` plus "
         "`setup_context(ctx, inputs, output)`",
-        "differentiability", default=False,
+        "differentiability", tier=STYLE,
     ),
     # --- custom operators (torch.library): the op, its fake, its autograd ------
     Rule("AGF401", "fake-signature-mismatch", ERROR,
@@ -379,7 +447,7 @@ _RULES = _RULES + (
     Rule("AGF404", "mutation-declared-unused", INFO,
          "A custom op declares a parameter mutated and never writes it.",
          "op `{op}` declares `{param}` mutated but never writes it: torch.compile clones it "
-         "for nothing", "custom_ops", default=False),
+         "for nothing", "custom_ops", tier=STYLE),
     Rule("AGF405", "op-missing-fake", WARNING,
          "A custom op that returns tensors has no fake registered in the scanned tree.",
          "op `{op}` returns tensors but no fake is registered for it anywhere in the scanned "
@@ -409,7 +477,7 @@ _RULES = _RULES + (
     Rule("AGF901", "unused-noqa", INFO,
          "A code in a `# noqa:` comment that silences no finding.",
          "unused `noqa` code{s} {codes}: no such finding {where}; remove {it}, so that "
-         "the comment does not hide a finding that appears later", "engine", default=False),
+         "the comment does not hide a finding that appears later", "engine", tier=STYLE),
     # --- dynamic mode (`--dynamic`): found by running the Function ------------
     Rule("AGD001", "gradcheck-failed", ERROR,
          "gradcheck disagrees with backward, at the precision the Function computes in.",
@@ -472,7 +540,7 @@ _RULES = _RULES + (
          "backward returns None for input {index} (`{name}`), yet the outputs depend on it "
          "({detail}): its gradient is silently zero; return its gradient, or turn AGD015 off "
          "where that input is never differentiated (a loss target, a cos/sin table)",
-         "dynamic", default=False),
+         "dynamic", tier=PEDANTIC),
     Rule("AGD016", "opcheck-failed", ERROR,
          "torch.library.opcheck fails for a custom op on its recorded or synthesized inputs.",
          "`torch.library.opcheck` fails {test} ({on}): {detail}", "dynamic"),
@@ -513,3 +581,12 @@ def default_codes() -> frozenset[str]:
 
 def family_codes(family: str) -> frozenset[str]:
     return frozenset(rule.code for rule in _RULES if rule.family == family)
+
+
+def tier_codes(tier: str) -> frozenset[str]:
+    return frozenset(rule.code for rule in _RULES if rule.tier == tier)
+
+
+def split_parents(code: str) -> frozenset[str]:
+    """The codes a split-off code came from (a `# noqa` naming one silences it)."""
+    return SPLIT_FROM.get(code, frozenset())

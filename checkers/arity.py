@@ -91,7 +91,7 @@ class ArityChecker(Checker):
     # -- AGF102 ----------------------------------------------------------------
     def agf102_grad_output_arity(self, fn: FunctionClass, facts: FunctionFacts,
                                  method: Method) -> None:
-        if method.vararg is not None:
+        if method.vararg is not None or _boxed_gradients(fn):
             return
         outputs = facts.output_count
         if outputs is None:
@@ -178,3 +178,10 @@ def _definitely_not_none(value: Value) -> bool:
     if value.kind is Kind.NONE or value.maybe_none:
         return False
     return value.kind in (Kind.TENSOR, Kind.TENSORS, Kind.TENSORISH, Kind.NONTENSOR)
+
+
+def _boxed_gradients(fn: FunctionClass) -> bool:
+    """`boxed_grads_call = True` (torch 2.13): backward receives one list of
+    every output's gradient, whatever its parameters say."""
+    value = fn.attr("boxed_grads_call")
+    return isinstance(value, ast.Constant) and value.value is True

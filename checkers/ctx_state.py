@@ -1,5 +1,5 @@
-"""ctx and saved state: AGF001-AGF004, AGF008, AGF109, AGF203, AGF206, AGF210-AGF213,
-AGF215."""
+"""ctx and saved state: AGF001-AGF004, AGF008, AGF009, AGF109, AGF203, AGF206,
+AGF210-AGF213, AGF215."""
 from __future__ import annotations
 
 import ast
@@ -67,12 +67,13 @@ class CtxStateChecker(Checker):
         value = store.value
         if value.src == "rng" or value.kind in (Kind.NONE, Kind.NONTENSOR):
             return
-        if value.integral and (value.src or "").startswith("input:"):
-            return  # an index input (`cu_seqlens`): no gradient, no graph; masks are reported
         holds_tensor = value.kind.holds_tensor or (
             value.kind is Kind.UNKNOWN and not value.seq
             and store.attr in facts.ctx_attrs_used_as_tensors)
         if not holds_tensor:
+            return
+        if (why := _constant_reason(value, facts)) is not None:
+            self.agf009_ctx_constant_tensor(fn, store, why)
             return
         endpoint = _endpoint(value, store.value_node, facts, store.attr)
         what = endpoint or _describe_tensor(value, store.value_node)
@@ -85,6 +86,12 @@ class CtxStateChecker(Checker):
         self.reporter.add("AGF001", store.node, function=fn.name,
                           severity=ERROR if endpoint else WARNING,
                           attr=store.attr, what=what, cycle=cycle)
+
+    # -- AGF009 ----------------------------------------------------------------
+    def agf009_ctx_constant_tensor(self, fn: FunctionClass, store: CtxStore, why: str) -> None:
+        """AGF001's by-design case: the tensor kept on ctx carries no gradient."""
+        self.reporter.add("AGF009", store.node, function=fn.name, attr=store.attr,
+                          what=f"`{source_text(store.value_node)}`", why=why)
 
     # -- AGF002 ----------------------------------------------------------------
     def agf002_save_non_tensor(self, fn: FunctionClass, facts: FunctionFacts,
@@ -349,6 +356,26 @@ def _contiguous_input(value: Value, node: ast.expr | None) -> str | None:
         return None
     name = node.func.value.id
     return name if value.roots == {f"input:{name}"} else None
+
+
+def _constant_reason(value: Value, facts: FunctionFacts) -> str | None:
+    """Why a tensor kept on ctx is a constant of the graph (AGF009), or None:
+    an integer or bool tensor, a scalar, or inputs backward gives no gradient."""
+    if value.elems is not None:  # a tuple or list display: each tensor in it
+        tensors = [e for e in value.elems if e.kind.holds_tensor]
+        reasons = [_constant_reason(e, facts) for e in tensors]
+        if not tensors or None in reasons:
+            return None
+        return "holds only constants" if len(set(reasons)) > 1 else reasons[0]
+    if value.integral:
+        return "is an integer or bool tensor (indices, a mask) and carries no gradient"
+    if value.scalar:
+        return "is a scalar tensor"
+    inputs = {root[6:] for root in value.roots if root.startswith("input:")}
+    if inputs and len(inputs) == len(value.roots) and inputs <= facts.no_gradient_inputs:
+        names = ", ".join(f"`{name}`" for name in sorted(inputs))
+        return f"is forward's input {names}, for which backward returns no gradient"
+    return None
 
 
 def _describe_tensor(value: Value, node: ast.expr | None) -> str:

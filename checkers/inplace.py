@@ -1,5 +1,7 @@
 """In-place changes: AGF005 (saved tensors), AGF006 (incoming gradients),
-AGF007 (forward inputs without mark_dirty), AGF208/AGF209 (mark_dirty misuse).
+AGF007 (forward inputs without mark_dirty), AGF208/AGF209 (mark_dirty misuse),
+and their by-design kinds (pedantic): AGF010 (in-place collectives), AGF011
+(only under a caller's opt-in flag), AGF012 (an input changed and returned).
 
 The interpreter records every in-place operation with the abstract value of
 the tensor it changes; that value's roots say which saved tensor, gradient or
@@ -28,14 +30,12 @@ class InplaceChecker(Checker):
         for name in ("backward", "vjp", "jvp"):
             method_facts = self._own_facts(fn, facts, name)
             for mutation in method_facts.of(Mutation) if method_facts else ():
-                self.agf005_saved_tensor_inplace(fn, mutation)
-                if name != "jvp":
-                    self.agf006_grad_output_inplace(fn, mutation)
+                self._judge_backward(fn, facts, name, mutation)
         forward = self._own_facts(fn, facts, "forward")
         if forward is not None:
             dirty = self._dirty_inputs(fn, facts)
             for mutation in forward.of(Mutation):
-                self.agf007_input_inplace_without_mark_dirty(fn, facts, mutation, dirty)
+                self._judge_forward(fn, facts, mutation, dirty)
         if fn.own.get("forward") is not None or fn.own.get("setup_context") is not None:
             for call in facts.calls("mark_dirty"):
                 self.agf208_mark_dirty_non_input(fn, call)
@@ -48,39 +48,26 @@ class InplaceChecker(Checker):
             return None
         return facts.facts(name)
 
-    # -- AGF005 ----------------------------------------------------------------
-    def agf005_saved_tensor_inplace(self, fn: FunctionClass, mutation: Mutation) -> None:
-        if "saved" not in mutation.value.roots:
+    # -- which rule a change in backward falls under ------------------------------
+    def _judge_backward(self, fn: FunctionClass, facts: FunctionFacts, method: str,
+                        mutation: Mutation) -> None:
+        """A saved tensor (AGF005) or the incoming gradient (AGF006) changed in
+        place; by design when it is a collective (AGF010) or happens only
+        under a caller's flag (AGF011)."""
+        if "saved" in mutation.value.roots and not self._by_design(
+                fn, facts, method, mutation, "saved", "a tensor saved for backward"):
+            self.agf005_saved_tensor_inplace(fn, mutation)
+        if method == "jvp":
             return
-        target = source_text(mutation.target)
-        name = _base_name(mutation.target) or "t"
-        if self._seen("AGF005", "saved", mutation):
-            return
-        self.reporter.add("AGF005", mutation.node, function=fn.name, how=mutation.how,
-                          target=target, source="a tensor saved for backward", via="",
-                          name=name)
-
-    # -- AGF006 ----------------------------------------------------------------
-    def agf006_grad_output_inplace(self, fn: FunctionClass, mutation: Mutation) -> None:
         roots = sorted(r[5:] for r in mutation.value.roots if r.startswith("grad:"))
-        if not roots:
-            return
-        root = roots[0]
-        if self._seen("AGF006", root, mutation):
-            return
-        target = source_text(mutation.target)
-        via = "" if _base_name(mutation.target) == root else f" (which `{target}` may alias)"
-        backward = fn.own.get("backward")
-        autofix = None
-        if backward is not None and backward.node is not None and \
-                root in (a.arg for a in backward.params[1:]):
-            autofix = clone_gradient(backward.node, root)
-        self.reporter.add("AGF006", mutation.node, function=fn.name, how=mutation.how,
-                          target=target, root=root, via=via, autofix=autofix)
+        if roots and not self._by_design(fn, facts, method, mutation, f"grad:{roots[0]}",
+                                         f"the incoming gradient `{roots[0]}`"):
+            self.agf006_grad_output_inplace(fn, mutation, roots[0])
 
-    # -- AGF007 ----------------------------------------------------------------
-    def agf007_input_inplace_without_mark_dirty(self, fn: FunctionClass, facts: FunctionFacts,
-                                                mutation: Mutation, dirty: set[str]) -> None:
+    def _judge_forward(self, fn: FunctionClass, facts: FunctionFacts, mutation: Mutation,
+                       dirty: set[str]) -> None:
+        """A forward input changed in place without mark_dirty: AGF007, or
+        AGF012 when forward returns it; AGF010 / AGF011 by design."""
         for root in sorted(mutation.value.roots):
             if not root.startswith("input:"):
                 continue
@@ -93,13 +80,88 @@ class InplaceChecker(Checker):
                 continue
             if facts.side_effect_buffer(name):
                 continue  # running statistics, caches: updated by design (RULES.md)
-            if self._seen("AGF007", name, mutation):
+            if self._by_design(fn, facts, "forward", mutation, root, f"forward's input `{name}`"):
                 return
-            target = source_text(mutation.target)
-            via = "" if _base_name(mutation.target) == name else f" (which `{target}` may alias)"
-            self.reporter.add("AGF007", mutation.node, function=fn.name, how=mutation.how,
-                              target=target, root=name, via=via)
+            if root in facts.returned_roots:
+                self.agf012_inplace_returned_input(fn, mutation, name)
+            else:
+                self.agf007_input_inplace_without_mark_dirty(fn, mutation, name)
             return
+
+    def _by_design(self, fn: FunctionClass, facts: FunctionFacts, method: str,
+                   mutation: Mutation, root: str, source: str) -> bool:
+        """Whether the write is no defect of every caller's: an in-place
+        collective (AGF010), a write only under a caller's flag (AGF011), or a
+        write the literal arguments of every call rule out (nothing)."""
+        if mutation.collective:
+            self.agf010_inplace_collective(fn, mutation, root, source)
+            return True
+        verdict = facts.opt_in.verdict(method, mutation, root)
+        if verdict == "opt-in":
+            self.agf011_inplace_opt_in(fn, facts, mutation, root, source)
+        return verdict != "default"
+
+    # -- AGF005 ----------------------------------------------------------------
+    def agf005_saved_tensor_inplace(self, fn: FunctionClass, mutation: Mutation) -> None:
+        target = source_text(mutation.target)
+        name = _base_name(mutation.target) or "t"
+        if self._seen("AGF005", "saved", mutation):
+            return
+        self.reporter.add("AGF005", mutation.node, function=fn.name, how=mutation.how,
+                          target=target, source="a tensor saved for backward", via="",
+                          name=name)
+
+    # -- AGF006 ----------------------------------------------------------------
+    def agf006_grad_output_inplace(self, fn: FunctionClass, mutation: Mutation,
+                                   root: str) -> None:
+        if self._seen("AGF006", root, mutation):
+            return
+        target = source_text(mutation.target)
+        backward = fn.own.get("backward")
+        autofix = None
+        if backward is not None and backward.node is not None and \
+                root in (a.arg for a in backward.params[1:]):
+            autofix = clone_gradient(backward.node, root)
+        self.reporter.add("AGF006", mutation.node, function=fn.name, how=mutation.how,
+                          target=target, root=root, via=_via(mutation, root), autofix=autofix)
+
+    # -- AGF007 ----------------------------------------------------------------
+    def agf007_input_inplace_without_mark_dirty(self, fn: FunctionClass, mutation: Mutation,
+                                                name: str) -> None:
+        if self._seen("AGF007", name, mutation):
+            return
+        self.reporter.add("AGF007", mutation.node, function=fn.name, how=mutation.how,
+                          target=source_text(mutation.target), root=name,
+                          via=_via(mutation, name))
+
+    # -- AGF010 ----------------------------------------------------------------
+    def agf010_inplace_collective(self, fn: FunctionClass, mutation: Mutation, root: str,
+                                  source: str) -> None:
+        if self._seen("AGF010", root, mutation):
+            return
+        self.reporter.add("AGF010", mutation.node, function=fn.name, how=mutation.how,
+                          target=source_text(mutation.target), source=source,
+                          via=_via(mutation, root.partition(":")[2]))
+
+    # -- AGF011 ----------------------------------------------------------------
+    def agf011_inplace_opt_in(self, fn: FunctionClass, facts: FunctionFacts,
+                              mutation: Mutation, root: str, source: str) -> None:
+        if self._seen("AGF011", root, mutation):
+            return
+        space = facts.opt_in.space
+        self.reporter.add("AGF011", mutation.node, function=fn.name, how=mutation.how,
+                          target=source_text(mutation.target), source=source,
+                          via=_via(mutation, root.partition(":")[2]),
+                          flag=space.describe() if space is not None else "a flag")
+
+    # -- AGF012 ----------------------------------------------------------------
+    def agf012_inplace_returned_input(self, fn: FunctionClass, mutation: Mutation,
+                                      name: str) -> None:
+        if self._seen("AGF012", name, mutation):
+            return
+        self.reporter.add("AGF012", mutation.node, function=fn.name, how=mutation.how,
+                          target=source_text(mutation.target), root=name,
+                          via=_via(mutation, name))
 
     # -- AGF208 ----------------------------------------------------------------
     def agf208_mark_dirty_non_input(self, fn: FunctionClass, call: CtxCall) -> None:
@@ -158,6 +220,12 @@ class InplaceChecker(Checker):
                     for _, value, _ in call.args:
                         dirty.update(r[6:] for r in value.roots if r.startswith("input:"))
         return dirty
+
+
+def _via(mutation: Mutation, name: str) -> str:
+    """` (which `t` may alias)` when the changed expression is not the name itself."""
+    target = source_text(mutation.target)
+    return "" if _base_name(mutation.target) == name else f" (which `{target}` may alias)"
 
 
 def _base_name(node: ast.expr) -> str | None:

@@ -42,8 +42,12 @@ def opted_in(text: str) -> frozenset[str]:
 
 
 def codes_for(text: str) -> frozenset[str]:
-    """The rules a fixture is checked with: the defaults plus its opt-ins."""
-    return DEFAULT_CODES | opted_in(text)
+    """The rules a fixture is checked with: the defaults, its opt-ins and
+    every code it expects somewhere (as the shared conformance scorer does:
+    a pedantic or style rule's fixture selects its rule)."""
+    expected = frozenset(code.strip() for match in _EXPECT.finditer(text)
+                         for code in match.group(1).split(",") if code.strip() in RULES)
+    return DEFAULT_CODES | opted_in(text) | expected
 
 
 def expectations(path: Path) -> Counter[tuple[int, str]]:

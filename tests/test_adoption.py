@@ -115,6 +115,9 @@ def test_unused_noqa_codes_are_reported_and_removed_by_fix(project: Path, capsys
                 return grad * w, grad * x  # noqa: AGD001, AGF301, B006
         '''), encoding="utf-8")
     code, out, _ = run(capsys, "ops.py", "--extend-select", "AGF901", "--format", "json")
+    # AGF008 (pedantic) is not selected: its code is not judged.
+    assert [(f["line"], f["code"]) for f in json.loads(out)] == [(8, "AGF901"), (10, "AGF901")]
+    code, out, _ = run(capsys, "ops.py", "--extend-select", "AGF901,AGF008", "--format", "json")
     found = json.loads(out)
     assert code == 1 and [(f["line"], f["code"]) for f in found] == [
         (2, "AGF901"), (8, "AGF901"), (10, "AGF901")]
@@ -125,7 +128,7 @@ def test_unused_noqa_codes_are_reported_and_removed_by_fix(project: Path, capsys
     before = (project / "ops.py").read_text(encoding="utf-8")
     assert run(capsys, "ops.py", "--extend-select", "AGF901", "--add-noqa")[0] == 0
     assert (project / "ops.py").read_text(encoding="utf-8") == before
-    code, _, _ = run(capsys, "ops.py", "--extend-select", "AGF901", "--fix")
+    code, _, _ = run(capsys, "ops.py", "--extend-select", "AGF901,AGF008", "--fix")
     assert code == 0
     assert (project / "ops.py").read_text(encoding="utf-8").splitlines()[1:10] == [
         "",

@@ -30,7 +30,8 @@ LEAKY = textwrap.dedent('''\
         def backward(ctx, g):
             return g * ctx.y.data
     ''')
-# Findings in LEAKY: AGF001 line 7, AGF002 line 8, AGF101 line 13, AGF008 line 13.
+# Findings in LEAKY: AGF001 line 7, AGF002 line 8, AGF101 line 13; AGF008 (pedantic, off
+# by default) line 13.
 CLEAN = textwrap.dedent('''\
     import torch
 
@@ -80,8 +81,8 @@ def test_text_output_lines_and_summary(tree: Path, capsys) -> None:
     lines = out.splitlines()
     assert lines[0].startswith("pkg/leaky.py:7:9: AGF001 [ctx-tensor-attribute] `ctx.y`")
     assert any(line.startswith("pkg/leaky.py:8:34: AGF002 [save-non-tensor]") for line in lines)
-    assert lines[-2] == "Found 4 findings (2 errors, 2 warnings) in 1 file."
-    assert lines[-1] == "[*] 1 fixable with `--fix` (1 more with `--fix --unsafe-fixes`)."
+    assert lines[-2] == "Found 3 findings (2 errors, 1 warning) in 1 file."
+    assert lines[-1] == "[*] 1 fixable with `--fix --unsafe-fixes`."
 
 
 def test_clean_file_exits_zero(tree: Path, capsys) -> None:
@@ -111,7 +112,7 @@ def test_bare_paths_mean_check(tree: Path, capsys) -> None:
 def test_json_output_schema(tree: Path, capsys) -> None:
     code, out, _ = run(capsys, "check", "pkg/leaky.py", "--format", "json")
     findings = json.loads(out)
-    assert code == 1 and len(findings) == 4
+    assert code == 1 and len(findings) == 3
     first = findings[0]
     assert list(first) == ["path", "line", "column", "end_line", "end_column", "code", "name",
                            "severity", "message", "function", "fix"]
@@ -138,7 +139,8 @@ def test_explicit_files_are_checked_unless_force_exclude(tree: Path, capsys) -> 
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["--select", "AGF001"], {"AGF001"}),
-    (["--select", "AGF0"], {"AGF001", "AGF002", "AGF008"}),
+    (["--select", "AGF0"], {"AGF001", "AGF002"}),
+    (["--extend-select", "pedantic"], {"AGF001", "AGF002", "AGF008", "AGF101"}),
     (["--select", "AGF001,AGF101"], {"AGF001", "AGF101"}),
     (["--select", "AGF001", "--select", "AGF101"], {"AGF001", "AGF101"}),
     (["--ignore", "AGF0"], {"AGF101"}),
@@ -172,17 +174,16 @@ def test_statistics_text_and_json(tree: Path, capsys) -> None:
     code, out, _ = run(capsys, "check", "pkg/leaky.py", "pkg/clean.py", "--statistics")
     assert code == 1
     assert out.splitlines()[0].split("\t") == ["1", "AGF001", "[ ] ctx-tensor-attribute"]
-    assert len(out.splitlines()) == 6 and out.splitlines()[4].startswith("Found 4 findings")
-    assert out.splitlines()[5].startswith("[*] 1 fixable with `--fix`")
+    assert len(out.splitlines()) == 5 and out.splitlines()[3].startswith("Found 3 findings")
+    assert out.splitlines()[4].startswith("[*] 1 fixable with `--fix --unsafe-fixes`")
     _, out, _ = run(capsys, "check", "pkg/leaky.py", "--statistics", "--format", "json")
     rows = json.loads(out)
-    assert {r["code"]: r["count"] for r in rows} == {"AGF001": 1, "AGF002": 1, "AGF008": 1,
-                                                    "AGF101": 1}
+    assert {r["code"]: r["count"] for r in rows} == {"AGF001": 1, "AGF002": 1, "AGF101": 1}
 
 
 def test_no_cache_and_quiet_are_accepted(tree: Path, capsys) -> None:
     code, out, _ = run(capsys, "check", "pkg", "--no-cache", "-q", "--ignore", "AGF301")
-    assert code == 1 and len(out.splitlines()) == 4 and "Found" not in out
+    assert code == 1 and len(out.splitlines()) == 3 and "Found" not in out
 
 
 def test_unparsable_file_is_agf000_and_the_run_goes_on(tree: Path, capsys) -> None:
@@ -281,7 +282,7 @@ def test_the_console_command_exits_with_the_status_and_all_output(tree: Path) ->
     proc = subprocess.run([sys.executable, "-m", "autograd_lint", "check", "pkg", "--no-cache"],
                           capture_output=True, text=True, cwd=tree)
     assert proc.returncode == 1
-    assert "in 2 files.\n[*] 1 fixable" in proc.stdout and "AGF001" in proc.stdout
+    assert "in 1 file.\n[*] 1 fixable" in proc.stdout and "AGF001" in proc.stdout
     piped = subprocess.run(f"{sys.executable} -m autograd_lint check pkg --no-cache | head -1",
                            shell=True, capture_output=True, text=True, cwd=tree)
     assert piped.stdout.count("\n") == 1 and "Traceback" not in piped.stderr
@@ -439,7 +440,7 @@ def test_baseline_run_says_how_many_it_hid(tree: Path, capsys) -> None:
     run(capsys, "check", "--isolated", "--no-cache", "--write-baseline", "base.json", "pkg")
     code, out, _ = run(capsys, "check", "--isolated", "--no-cache", "--baseline", "base.json",
                        "--format", "concise", "pkg")
-    assert code == 0 and out.splitlines()[-1] == "6 findings hidden by the baseline base.json."
+    assert code == 0 and out.splitlines()[-1] == "3 findings hidden by the baseline base.json."
 
 
 def test_a_mistyped_command_is_named(capsys, tmp_path, monkeypatch) -> None:

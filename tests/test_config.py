@@ -64,7 +64,7 @@ def test_exclude_and_per_file_ignores(project: Path, capsys) -> None:
     by_file: dict[str, set[str]] = {}
     for f in findings:
         by_file.setdefault(Path(f["path"]).as_posix(), set()).add(f["code"])
-    assert by_file == {"src/ops.py": {"AGF001", "AGF002", "AGF008"},
+    assert by_file == {"src/ops.py": {"AGF001", "AGF002"},
                        "tests/test_ops.py": {"AGF101"}}
 
 
@@ -96,12 +96,13 @@ def test_explicit_config_and_isolated(project: Path, capsys, tmp_path_factory) -
     _, findings, _ = lint_json(capsys, "src", "--config", str(other / "pyproject.toml"))
     assert {f["code"] for f in findings} == {"AGF002"}
     _, findings, _ = lint_json(capsys, "src", "--isolated")
-    assert {f["code"] for f in findings} == {"AGF001", "AGF002", "AGF008", "AGF101"}
+    assert {f["code"] for f in findings} == {"AGF001", "AGF002", "AGF101"}
 
 
 @pytest.mark.parametrize(("body", "message"), [
     ('selct = ["AGF001"]\n', "unknown key 'selct'"),
-    ('select = ["AGF8"]\n', "unknown rule code or prefix 'AGF8'"),
+    ('select = ["AGF8"]\n', "unknown rule code, prefix or tier 'AGF8'"),
+    ('extend-select = ["pedantics"]\n', "unknown rule code, prefix or tier 'pedantics'"),
     ('select = "AGF006"\n', "expected a list of strings, got 'AGF006'"),
     ("select = 3\n", "expected a list of strings"),
     ('ignore = ["AGF001", 7]\n', "expected a list of strings"),
@@ -170,21 +171,53 @@ def test_more_specific_selector_wins_and_ignore_wins_ties() -> None:
     assert resolve_codes([Selection(select=["ALL"])]) == frozenset(RULES)
 
 
-def test_opt_in_rules_need_their_exact_code_or_all() -> None:
-    info = {c for c, r in RULES.items() if not r.default}
-    assert info == {"AGF202", "AGF302", "AGF303", "AGF404", "AGF901", "AGD015"}
+def test_opt_in_rules_need_their_exact_code_their_tier_or_all() -> None:
+    opt_in = {c for c, r in RULES.items() if not r.default}
+    assert opt_in == {c for c, r in RULES.items() if r.tier != "correctness"}
+    assert {"AGF008", "AGF009", "AGF010", "AGF011", "AGF012", "AGF106", "AGF203", "AGF204",
+            "AGF206", "AGF103", "AGF213", "AGF301", "AGF202", "AGF302", "AGF303", "AGF404",
+            "AGF901", "AGD015"} <= opt_in
     for selectors in (["AGF"], ["AGF2"], ["AGF0", "AGF1", "AGF2", "AGF3"], ["AGF20"]):
-        assert not resolve_codes([Selection(select=selectors)]) & info, selectors
-        assert not resolve_codes([Selection(extend_select=selectors)]) & info, selectors
+        assert not resolve_codes([Selection(select=selectors)]) & opt_in, selectors
+        assert not resolve_codes([Selection(extend_select=selectors)]) & opt_in, selectors
     static_defaults = {c for c in default_codes() if c.startswith("AGF")}
     assert resolve_codes([Selection(select=["AGF"])]) == static_defaults
     assert resolve_codes([Selection(extend_select=["AGF202"])]) == default_codes() | {"AGF202"}
-    assert resolve_codes([Selection(select=["ALL"])]) >= info
+    assert resolve_codes([Selection(select=["ALL"])]) >= opt_in
     # Once selected, a later prefix layer keeps it (extend) or drops it (select).
     chosen = resolve_codes([Selection(extend_select=["AGF303"]), Selection(extend_select=["AGF3"])])
     assert "AGF303" in chosen
     assert "AGF303" not in resolve_codes([Selection(extend_select=["AGF303"]),
                                           Selection(select=["AGF3"])])
+
+
+def test_the_default_selection_is_the_correctness_tier() -> None:
+    assert default_codes() == {c for c, r in RULES.items() if r.tier == "correctness"}
+    assert {RULES[c].tier for c in ("AGF008", "AGF106", "AGF203", "AGF204", "AGF206")} == \
+        {"pedantic"}
+    assert {RULES[c].tier for c in ("AGF103", "AGF213")} == {"style"}
+    assert RULES["AGF301"].tier == "coverage"
+
+
+def test_tier_names_are_selectors() -> None:
+    pedantic = {c for c, r in RULES.items() if r.tier == "pedantic"}
+    assert resolve_codes([Selection(select=["pedantic"])]) == pedantic
+    assert resolve_codes([Selection(extend_select=["coverage"])]) == default_codes() | {"AGF301"}
+    assert resolve_codes([Selection(extend_select=["style", "pedantic"]),
+                          Selection(ignore=["style"])]) == default_codes() | pedantic
+    assert resolve_codes([Selection(ignore=["correctness"])]) == set()
+    # A code or a prefix is more specific than a tier name.
+    assert "AGF008" not in resolve_codes([Selection(select=["pedantic"], ignore=["AGF008"])])
+    assert "AGF008" not in resolve_codes([Selection(select=["pedantic"], ignore=["AGF0"])])
+    assert "AGF008" in resolve_codes([Selection(select=["AGF008"], ignore=["pedantic"])])
+
+
+def test_tiers_in_the_configuration_and_on_the_command_line(project: Path, capsys) -> None:
+    write_config(project, 'extend-select = ["Pedantic"]\n')
+    _, findings, _ = lint_json(capsys, "src")
+    assert {f["code"] for f in findings} == {"AGF001", "AGF002", "AGF008", "AGF101"}
+    _, findings, _ = lint_json(capsys, "src", "--ignore", "pedantic,AGF101")
+    assert {f["code"] for f in findings} == {"AGF001", "AGF002"}
 
 
 def test_readme_config_example_keeps_info_rules_off(project: Path, capsys) -> None:
@@ -198,6 +231,7 @@ def test_readme_config_example_keeps_info_rules_off(project: Path, capsys) -> No
 def test_layers_apply_in_order() -> None:
     config = Selection(select=["AGF0"])
     cli = Selection(extend_select=["AGF101"])
-    assert resolve_codes([config, cli]) == {c for c in RULES if c.startswith("AGF0")} | {"AGF101"}
+    assert resolve_codes([config, cli]) == {
+        c for c in default_codes() if c.startswith("AGF0")} | {"AGF101"}
     assert resolve_codes([config, Selection(select=["AGF1"])]) == {
-        c for c in RULES if c.startswith("AGF1")}
+        c for c in default_codes() if c.startswith("AGF1")}

@@ -99,6 +99,15 @@ async def stop(client: LanguageClient) -> None:
     await client.stop()
 
 
+# The rules with safe fixes these tests exercise are off by default (AGF008 pedantic,
+# AGF103 and AGF213 style): a project turns them on.
+FIXABLE_RULES = '[tool.autograd-lint]\nextend-select = ["AGF008", "AGF103", "AGF213"]\n'
+
+
+def select_fixable(root: Path, *, ignore: str = "") -> None:
+    (root / "pyproject.toml").write_text(FIXABLE_RULES + ignore)
+
+
 def open_document(session: Session, uri: str, text: str) -> None:
     session.client.text_document_did_open(types.DidOpenTextDocumentParams(
         text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1,
@@ -132,7 +141,7 @@ def apply_edits(text: str, edits: list[types.TextEdit], unit: str = "utf-16") ->
 
 
 def test_diagnostics_on_open_change_and_code_actions(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.autograd-lint]\nignore = ["AGF008"]\n')
+    select_fixable(tmp_path, ignore='ignore = ["AGF008"]\n')
     uri = (tmp_path / "ops.py").as_uri()
 
     async def body(session: Session) -> None:
@@ -241,7 +250,7 @@ def test_a_bad_configuration_is_shown_once_and_the_server_stays_up(tmp_path: Pat
         open_document(session, bad, BUGGY)
         message = await asyncio.wait_for(session.messages.get(), 30)
         assert message.type == types.MessageType.Error
-        assert "unknown rule code or prefix 'AGF999'" in message.message
+        assert "unknown rule code, prefix or tier 'AGF999'" in message.message
         replace_all(session, bad, BUGGY, CLEAN, 2)
         open_document(session, good, BUGGY)  # a file with a valid configuration still works
         assert "AGF001" in {d.code for d in await session.next_diagnostics()}
@@ -309,6 +318,7 @@ def _apply(text: str, edits: list[types.TextEdit], unit: str) -> str:
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-32"])
 def test_columns_and_fixes_follow_the_negotiated_encoding(tmp_path: Path, encoding: str) -> None:
     """Neovim 0.10+ offers utf-8 first: columns and fix edits must be in it."""
+    select_fixable(tmp_path)
     uri = (tmp_path / "ops.py").as_uri()
     line = WIDE.splitlines()[5]
     data_at = line.index(".data")
@@ -334,6 +344,7 @@ def test_columns_and_fixes_follow_the_negotiated_encoding(tmp_path: Path, encodi
 
 
 def test_fixes_during_the_debounce_use_the_new_text_and_its_version(tmp_path: Path) -> None:
+    select_fixable(tmp_path)
     uri = (tmp_path / "ops.py").as_uri()
 
     async def body(session: Session) -> None:
@@ -356,6 +367,7 @@ def test_fixes_during_the_debounce_use_the_new_text_and_its_version(tmp_path: Pa
 
 
 def test_clients_that_drop_diagnostic_data_still_get_fixes(tmp_path: Path) -> None:
+    select_fixable(tmp_path)
     uri = (tmp_path / "ops.py").as_uri()
 
     async def body(session: Session) -> None:
@@ -375,19 +387,18 @@ def test_clients_that_drop_diagnostic_data_still_get_fixes(tmp_path: Path) -> No
 def test_configuration_changes_are_read_without_a_restart(tmp_path: Path) -> None:
     uri = (tmp_path / "ops.py").as_uri()
     config = tmp_path / "pyproject.toml"
-    config.write_text('[tool.autograd-lint]\nignore = ["AGF008"]\n')
+    select_fixable(tmp_path, ignore='ignore = ["AGF008"]\n')
 
     async def body(session: Session) -> None:
         open_document(session, uri, BUGGY)
         assert {d.code for d in await session.next_diagnostics()} == {
             "AGF001", "AGF103", "AGF213"}
-        config.write_text('[tool.autograd-lint]\nselect = ["AGF001"]\n')
+        config.write_text('[tool.autograd-lint]\nselect = ["AGF103"]\n')
         replace_all(session, uri, BUGGY, BUGGY + "\n", 2)
-        assert {d.code for d in await session.next_diagnostics()} == {"AGF001"}
-        config.unlink()  # back to the defaults
+        assert {d.code for d in await session.next_diagnostics()} == {"AGF103"}
+        config.unlink()  # back to the defaults: the correctness tier
         replace_all(session, uri, BUGGY + "\n", BUGGY, 3)
-        assert {d.code for d in await session.next_diagnostics()} == {
-            "AGF001", "AGF103", "AGF213"}
+        assert {d.code for d in await session.next_diagnostics()} == {"AGF001"}
 
     run_session(tmp_path, body)
 
@@ -499,6 +510,7 @@ def run_raw(root: Path, body: Callable[[RawServer], Awaitable[None]]) -> None:
 
 
 def test_code_actions_with_negative_positions_are_answered(tmp_path: Path) -> None:
+    select_fixable(tmp_path)
     uri = (tmp_path / "ops.py").as_uri()
 
     def code_action(msg_id: int, start: tuple[int, int], end: tuple[int, int],
@@ -665,7 +677,7 @@ FIX_ALL = "source.fixAll.autograd-lint"
 def _fixed_by_the_command_line(folder: Path, source: str) -> str:
     """The file after `autograd-lint check --fix` in a project of its own."""
     folder.mkdir()
-    (folder / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (folder / "pyproject.toml").write_text("[project]\nname = 'p'\n\n" + FIXABLE_RULES)
     (folder / "ops.py").write_text(source, encoding="utf-8")
     subprocess.run([sys.executable, "-m", "autograd_lint", "check", "--fix", "ops.py"],
                    cwd=folder, capture_output=True, check=False)
@@ -687,7 +699,7 @@ def test_fix_all_changes_the_text_as_check_fix_does(tmp_path: Path, encoding: st
     assert "grad.clone()" not in expected and ", None" not in expected  # unsafe: never
     project = tmp_path / "editor"
     project.mkdir()
-    (project / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (project / "pyproject.toml").write_text("[project]\nname = 'p'\n\n" + FIXABLE_RULES)
     uri = (project / "ops.py").as_uri()
 
     async def body(session: Session) -> None:
@@ -765,6 +777,7 @@ SUPPRESSED = ("# autograd-lint: noqa: AGF008\n" +
 
 
 def test_hover_shows_the_rule_of_a_finding_and_of_a_noqa_code(tmp_path: Path) -> None:
+    select_fixable(tmp_path)
     uri = (tmp_path / "ops.py").as_uri()
     lines = SUPPRESSED.splitlines()
 

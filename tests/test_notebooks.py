@@ -126,7 +126,7 @@ def test_readme_examples_in_a_notebook_match_the_py_files(tmp_path: Path, capsys
         shown = [line.partition(" [")[0] for line in text.splitlines() if ": AGF" in line]
         assert shown == [f"{notebook}:cell {f['cell']}:{f['line']}:{f['column'] + 1}: "
                          f"{f['code']}" for f in found]
-    assert compared >= 10  # the README's sample: 10 findings in 3 files
+    assert compared >= 8  # the README's sample: 8 findings in 2 files
 
 
 def test_a_message_naming_a_line_names_its_cell(tmp_path: Path, capsys) -> None:

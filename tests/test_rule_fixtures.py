@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import FIXTURES, expectations, found, lint, lint_tree
+from .helpers import DEFAULT_CODES, FIXTURES, expectations, found, lint, lint_tree
 
 SINGLE_FILES = sorted((FIXTURES / "rules").glob("*.py")) + \
     sorted((FIXTURES / "discovery").glob("*.py"))
@@ -37,7 +37,8 @@ def test_fixture_files_expect_something() -> None:
 
 def test_project_fixture_resolves_functions_across_files() -> None:
     root = FIXTURES / "discovery" / "proj"
-    findings = lint_tree(root)
+    expected_codes = {code for path in root.rglob("*.py") for _, code in expectations(path)}
+    findings = lint_tree(root, DEFAULT_CODES | expected_codes)
     by_file: dict[str, object] = {}
     for path in root.rglob("*.py"):
         expected = expectations(path)

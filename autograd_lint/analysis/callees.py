@@ -82,7 +82,8 @@ class CalleeEffects(Recorder):
             if not isinstance(root, ast.Name) or root.id in state.vars:
                 return None  # a local: `fns[i](x)`, `kernels[k][grid](...)` stay opaque
         assert self.effects is not None
-        return self.effects.at_call(node, self.scope, self.module)
+        return self.effects.at_call(node, self.scope, self.module,
+                                    self._decided_arguments(node, state))
 
     def _callee_writes(self, node: ast.Call, summary: Summary,
                        bound: dict[str, tuple[ast.expr, Value]]) -> None:
@@ -91,7 +92,12 @@ class CalleeEffects(Recorder):
             if write.name not in bound:
                 continue
             target, value = bound[write.name]
-            how = (f"`{summary.callee}[...]()` launch (the kernel stores into its "
-                   f"`{write.name}`)" if summary.kernel else
-                   f"`{summary.callee}()` call (it changes its `{write.name}` in place)")
-            self._record(Mutation(node, target, value, how, write.certain))
+            if summary.kernel:
+                how = (f"`{summary.callee}[...]()` launch (the kernel stores into its "
+                       f"`{write.name}`)")
+            elif write.collective:
+                how = f"`{summary.callee}()` call (a collective on its `{write.name}`)"
+            else:
+                how = f"`{summary.callee}()` call (it changes its `{write.name}` in place)"
+            self._record(Mutation(node, target, value, how, write.certain,
+                                  collective=write.collective))

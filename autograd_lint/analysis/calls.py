@@ -172,7 +172,8 @@ class CallInterpreter(Recorder):
             return Value(Kind.TENSORS, frozenset(), None, True)
         if name in api.SEQUENCE_WITH_DIM_METHODS:
             if not args and not kwargs:  # `x.max()`: one value
-                return Value(Kind.TENSOR if tensor_receiver else Kind.UNKNOWN, single=True)
+                return Value(Kind.TENSOR if tensor_receiver else Kind.UNKNOWN, single=True,
+                             scalar=tensor_receiver)
             if args[0].kind is not Kind.TENSOR:
                 return Value(Kind.TENSORISH)
         certain = tensor_receiver or name in api.STRONG_TENSOR_METHODS
@@ -184,13 +185,15 @@ class CallInterpreter(Recorder):
             return Value(Kind.TENSOR if certain else Kind.UNKNOWN,
                          receiver.roots if aliases else frozenset(), view=aliases,
                          integral=integral and name not in _FLOAT_CONVERSIONS,
-                         detached=receiver.detached)
+                         detached=receiver.detached,
+                         scalar=receiver.scalar and name not in api.GROWING_METHODS)
         if name in api.TENSOR_METHODS:
             if not certain:  # argmax/argsort/comparisons: integral whatever the receiver
                 return Value(Kind.UNKNOWN, integral=name in api.INTEGRAL_METHODS)
             self._record(Compute(node))
             return Value(Kind.TENSOR, integral=name in api.INTEGRAL_METHODS or (
-                receiver.integral and name not in _FLOAT_RESULTS))
+                receiver.integral and name not in _FLOAT_RESULTS),
+                scalar=_scalar_method(name, receiver, args, kwargs))
         return UNKNOWN
 
     def _inplace_method(self, node: ast.Call, func: ast.Attribute, name: str, receiver: Value,
@@ -212,7 +215,7 @@ class CallInterpreter(Recorder):
                                       param_names(receiver.roots), True))
             taint = taint | {key}
         return Value(Kind.TENSOR, receiver.roots, view=True, detached=True, taint=taint,
-                     integral=receiver.integral)
+                     integral=receiver.integral, scalar=receiver.scalar)
 
     def _leaving(self, node: ast.Call, how: str, receiver: Value) -> Value:
         """`.numpy()`, `.item()`, `.tolist()`, `float(t)`: the result is
@@ -252,7 +255,8 @@ class CallInterpreter(Recorder):
         if qualified in api.INPLACE_COLLECTIVES:
             index = api.INPLACE_COLLECTIVES[qualified]
             if index < len(node.args):
-                self._record(Mutation(node, node.args[index], args[index], f"`{last}()`", True))
+                self._record(Mutation(node, node.args[index], args[index], f"`{last}()`", True,
+                                      collective=True))
         elif qualified.startswith("torch.") and last.endswith("_") and not last.startswith("__") \
                 and node.args and last not in api.NOT_INPLACE_METHODS:
             self._record(Mutation(node, node.args[0], args[0], f"`{qualified}()`", True))
@@ -310,7 +314,7 @@ class CallInterpreter(Recorder):
             return Value(Kind.TENSORS, seq=True)
         if qualified in api.SEQUENCE_WITH_DIM_FUNCTIONS:
             if len(args) == 1 and not kwargs:
-                return Value(Kind.TENSOR)
+                return Value(Kind.TENSOR, scalar=True)
             return Value(Kind.TENSOR) if len(args) > 1 and args[1].kind is Kind.TENSOR else \
                 Value(Kind.TENSORISH)
         if qualified == "torch.where" and len(args) == 1:
@@ -323,8 +327,38 @@ class CallInterpreter(Recorder):
         if namespace in api.TENSOR_NAMESPACES and last[:1].islower():
             integral = f"torch.{last}" in api.INTEGRAL_FUNCTIONS or _integral_dtype_kw(node) or \
                 (last.endswith("_like") and first.integral and "dtype" not in kwargs)
-            return Value(Kind.TENSOR, integral=integral)
+            return Value(Kind.TENSOR, integral=integral,
+                         scalar=_scalar_function(node, qualified, last, args, kwargs))
         return UNKNOWN
+
+
+def _scalar_method(name: str, receiver: Value, args: list[Value],
+                   kwargs: dict[str | None, Value]) -> bool:
+    """Whether `receiver.name(*args)` is a 0-d tensor: a full reduction
+    (`x.sum()`), a dot product, or an elementwise op on a scalar with numbers
+    or scalars (`total.sqrt()`, `total.clamp(min=1)`)."""
+    if name in api.SCALAR_PRODUCTS:
+        return True
+    if name in api.FULL_REDUCTIONS and not args and not kwargs.keys() & {"dim", "axis"}:
+        return True
+    return receiver.scalar and name not in api.GROWING_METHODS and \
+        all(v.kind is Kind.NONTENSOR or v.scalar for v in (*args, *kwargs.values()))
+
+
+def _scalar_function(node: ast.Call, qualified: str, last: str, args: list[Value],
+                     kwargs: dict[str | None, Value]) -> bool:
+    """Whether `torch.name(*args)` is a 0-d tensor: `torch.tensor(1.0)`, a
+    full reduction (`torch.sum(x)`), or an elementwise function of scalars."""
+    if qualified in api.SCALAR_FROM_NUMBER_FUNCTIONS:
+        return bool(node.args) and isinstance(node.args[0], ast.Constant) and \
+            isinstance(node.args[0].value, (int, float, bool))
+    if last in api.SCALAR_PRODUCTS:
+        return True
+    if last in api.FULL_REDUCTIONS and len(args) == 1 and \
+            not kwargs.keys() & {"dim", "axis"}:
+        return True
+    return bool(args) and args[0].scalar and last not in api.GROWING_METHODS and \
+        all(v.kind is Kind.NONTENSOR or v.scalar for v in (*args[1:], *kwargs.values()))
 
 
 def _method_taint(name: str, receiver: Value, args: list[Value],

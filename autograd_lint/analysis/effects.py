@@ -62,18 +62,22 @@ class Effects:
         self.project = project
         # Memoised with the files each was computed from (see DependencyLog).
         self._done: dict[int, tuple[Effect, frozenset[str]]] = {}
-        self._calls: dict[tuple[int, int], tuple[Summary | None, frozenset[str]]] = {}
+        self._calls: dict[tuple[int, int, tuple[tuple[int, object], ...]],
+                          tuple[Summary | None, frozenset[str]]] = {}
         self._running: set[int] = set()
         self._ops: dict[int, dict[str, CustomOp]] = {}
         self._launches: dict[tuple[int, tuple[tuple[str, object], ...]], tuple[Write, ...]] = {}
 
     # -- call sites ------------------------------------------------------------
-    def at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo) -> Summary | None:
-        """The summary for a call (`helper(q, k)`, `kernel[grid](x, out)`), or None."""
+    def at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo,
+                known: dict[int, object] | None = None) -> Summary | None:
+        """The summary for a call (`helper(q, k)`, `kernel[grid](x, out)`), or None.
+        `known`: argument values (by the argument's node id) a specialized run
+        of the caller decided; they count as literal arguments."""
         # A call is met again in loop passes and in each interpretation of its method.
-        key = (id(call), id(module))
+        key = (id(call), id(module), tuple(sorted(known.items())) if known else ())
         if key not in self._calls:
-            self._calls[key] = self._remembered(self._at_call, call, scope, module)
+            self._calls[key] = self._remembered(self._at_call, call, scope, module, known)
         summary, reads = self._calls[key]
         self._replay(reads)
         return summary
@@ -90,7 +94,8 @@ class Effects:
         if reads and self.project is not None:
             self.project.reads.replay(reads)
 
-    def _at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo) -> Summary | None:
+    def _at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo,
+                 known: dict[int, object] | None = None) -> Summary | None:
         func = call.func
         kernel_launch = isinstance(func, ast.Subscript)
         target = func.value if kernel_launch else func  # type: ignore[union-attr]
@@ -108,7 +113,7 @@ class Effects:
         if kernel != kernel_launch:
             return None  # `kernel(x)` outside a launch, or `f[grid]` of a plain def
         effect = self._summary(node, owner)
-        binding = call_binding(call, node)
+        binding = call_binding(call, node, known)
         writes = self._launch_writes(node, binding) if kernel else effect.writes
         writes = tuple(w for w in writes if not ruled_out(w.when, binding))
         if not writes and not effect.result.whole and not effect.result.elements and \
@@ -210,16 +215,20 @@ class Effects:
         facts = Interpreter(module, scope, node, initial, effects=self).run()
         guards = statement_guards(node, {name for name, _ in parameters})
         certain: dict[str, bool] = {}
+        collective: dict[str, bool] = {}
         paths: dict[str, set[Path]] = {}
         for mutation in facts.of(Mutation):
             path = guards.get(id(mutation.node), ())
             for name in param_names(mutation.value.roots):
                 certain[name] = certain.get(name, False) or mutation.certain_tensor
+                collective[name] = collective.get(name, True) and mutation.collective
                 paths.setdefault(name, set()).add(path)
         for name in declared_mutations(node):  # a custom op's `mutates_args`
             certain[name] = True
+            collective[name] = False
             paths[name] = {()}
-        writes = tuple(Write(position, name, certain[name], _alternatives(paths[name]))
+        writes = tuple(Write(position, name, certain[name], _alternatives(paths[name]),
+                             collective[name])
                        for name, position in parameters if name in certain)
         return Effect(writes, _result(facts.returns), _leaves(node, facts, parameters))
 

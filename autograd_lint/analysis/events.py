@@ -57,6 +57,9 @@ class Mutation:
     value: Value  # its abstract value (roots say what it may alias)
     how: str
     certain_tensor: bool  # the operation only exists on tensors (`x.add_()`)
+    # An in-place torch.distributed collective (`all_reduce`), here or in a
+    # helper on every path that writes: by design in tensor-parallel regions.
+    collective: bool = False
 
 
 @dataclass

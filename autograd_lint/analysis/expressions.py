@@ -146,6 +146,9 @@ class ExpressionEvaluator(Recorder):
 
     def e_IfExp(self, node: ast.IfExp, state: State) -> Value:
         test = self.expr(node.test, state)
+        decided = self._decided_truth(node.test, state)
+        if decided is not None:  # a run specialized to the caller's flags
+            return self.expr(node.body if decided else node.orelse, state)
         left_state, right_state = state.copy(), state.copy()
         left = self.expr(node.body, left_state)
         right = self.expr(node.orelse, right_state)
@@ -178,7 +181,8 @@ class ExpressionEvaluator(Recorder):
         if operand.kind in (Kind.TENSOR, Kind.TENSORISH):
             self._grad_uses(node, state, operand)
             self._record(Compute(node))
-            return Value(Kind.TENSOR, taint=taint, integral=operand.integral)
+            return Value(Kind.TENSOR, taint=taint, integral=operand.integral,
+                         scalar=operand.scalar)
         if operand.kind is Kind.NONTENSOR:
             return replace(NONTENSOR, taint=taint)
         source = _input_of(operand)
@@ -236,7 +240,9 @@ class ExpressionEvaluator(Recorder):
         tensors = (Kind.TENSOR, Kind.TENSORISH)
         if left.kind in tensors or right.kind in tensors:
             integral = all(v.integral for v in (left, right) if v.kind is not Kind.NONTENSOR)
-            return Value(Kind.TENSOR, taint=taint, integral=integral and op in _INTEGRAL_OPS)
+            scalar = all(v.scalar or v.kind is Kind.NONTENSOR for v in (left, right))
+            return Value(Kind.TENSOR, taint=taint, integral=integral and op in _INTEGRAL_OPS,
+                         scalar=scalar)
         if left.kind is Kind.NONTENSOR and right.kind is Kind.NONTENSOR:
             return replace(NONTENSOR, taint=taint)
         # `x * 2`: arithmetic on one forward input and numbers. If forward
@@ -345,6 +351,8 @@ class ExpressionEvaluator(Recorder):
             return saved_tensors_value(self.saved_layout)
         if attr == "needs_input_grad":
             return Value(Kind.NONTENSOR, seq=True)
+        if self.decided is not None and f"ctx.{attr}" in self.decided:
+            return Value(Kind.NONTENSOR, src=f"decided:ctx.{attr}")  # a caller's flag
         return Value(Kind.UNKNOWN, frozenset({f"ctx:{attr}"}), src=f"ctx.{attr}")
 
 

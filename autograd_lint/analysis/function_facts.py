@@ -24,6 +24,7 @@ from .events import CtxCall, CtxStore, MethodFacts, Mutation
 from .forward_shape import deliberate_gradient_of
 from .interpreter import Interpreter
 from .markers import FROM_GRAD, OWN_SAVED
+from .opt_in import OptIn
 from .values import Kind, Value, join
 
 
@@ -113,13 +114,24 @@ class FunctionFacts:
             self._facts[name] = self._compute(name)
         return self._facts[name]
 
-    def _compute(self, name: str, saved: bool = True) -> MethodFacts | None:
+    def specialized(self, name: str, decided: dict[str, object]) -> MethodFacts | None:
+        """A method's facts in a run specialized to flag values (opt_in.py):
+        parameters by name, ctx attributes as `"ctx.attr"`."""
+        return self._compute(name, decided=decided)
+
+    @cached_property
+    def opt_in(self) -> OptIn:
+        """Which in-place changes happen only for callers that set a flag."""
+        return OptIn(self)
+
+    def _compute(self, name: str, saved: bool = True,
+                 decided: dict[str, object] | None = None) -> MethodFacts | None:
         """`saved`: know what `ctx.saved_tensors` holds (needs forward's facts,
         so not while the inputs are being judged)."""
         if name == "forward":
-            return self._run_forward(self.inputs)
+            return self._run_forward(self.inputs, decided)
         if name == "setup_context":
-            return self._run_setup_context(self.inputs, self.facts("forward"))
+            return self._run_setup_context(self.inputs, self.facts("forward"), decided)
         method = self.fn.method(name)
         if method is None or method.node is None:
             return None
@@ -144,17 +156,19 @@ class FunctionFacts:
             for arg in params:  # a helper method: what its annotations say
                 initial[arg.arg] = Value() if arg.annotation is None else \
                     Value(annotation_kind(arg.annotation, scope))
-        return self._interpret(method, initial, layout)
+        return self._interpret(method, initial, layout, decided)
 
     def _interpret(self, method: Method, initial: dict[str, Value],
-                   layout: tuple[Value, ...] | None = None) -> MethodFacts | None:
+                   layout: tuple[Value, ...] | None = None,
+                   decided: dict[str, object] | None = None) -> MethodFacts | None:
         if method.node is None:
             return None
         for arg in _other_args(method):
             initial.setdefault(arg, Value())
         project = self.fn.project
         interpreter = Interpreter(method.owner.module, method.owner.info.scope, method.node,
-                                  initial, layout, effects_of(project) if project else None)
+                                  initial, layout, effects_of(project) if project else None,
+                                  decided)
         return interpreter.run()
 
     def saved_layout(self, method: str = "save_for_backward") -> tuple[Value, ...] | None:
@@ -176,6 +190,12 @@ class FunctionFacts:
         return tuple(replace(position, roots=frozenset({OWN_SAVED}))
                      if _owned(position, returned) else position for position in positions)
 
+    @cached_property
+    def returned_roots(self) -> frozenset[str]:
+        """The alias roots of everything forward returns (`input:x` when it
+        returns x or a view of it)."""
+        return self._returned_roots()
+
     def _returned_roots(self) -> frozenset[str]:
         """The alias roots of everything forward returns (elements included)."""
         facts = self.facts("forward")
@@ -196,7 +216,8 @@ class FunctionFacts:
                 for call in (self.facts(name).of(CtxCall) if self.facts(name) else ())
                 if call.method == method]
 
-    def _run_forward(self, inputs: dict[str, Value]) -> MethodFacts | None:
+    def _run_forward(self, inputs: dict[str, Value],
+                     decided: dict[str, object] | None = None) -> MethodFacts | None:
         forward = self.fn.forward
         if forward is None or forward.node is None:
             return None
@@ -204,10 +225,10 @@ class FunctionFacts:
         ctx = self.fn.ctx_name(forward)
         if ctx is not None:
             initial[ctx] = Value(Kind.NONTENSOR, src="ctx")
-        return self._interpret(forward, initial)
+        return self._interpret(forward, initial, decided=decided)
 
-    def _run_setup_context(self, inputs: dict[str, Value],
-                           forward: MethodFacts | None) -> MethodFacts | None:
+    def _run_setup_context(self, inputs: dict[str, Value], forward: MethodFacts | None,
+                           decided: dict[str, object] | None = None) -> MethodFacts | None:
         method = self.fn.method("setup_context")
         if method is None or method.node is None or self.fn.style != "setup_context":
             return None
@@ -224,7 +245,7 @@ class FunctionFacts:
             params[1].arg: inputs_value,
             params[2].arg: _as_output(_output_value(forward)),
         }
-        return self._interpret(method, initial)
+        return self._interpret(method, initial, decided=decided)
 
     # -- outputs ---------------------------------------------------------------
     @cached_property
@@ -281,22 +302,28 @@ class FunctionFacts:
             return False
         if self.fn.method("backward") is None and self.fn.method("vjp") is None:
             return True
+        return name in self.no_gradient_inputs
+
+    @cached_property
+    def no_gradient_inputs(self) -> frozenset[str]:
+        """Inputs backward (and vjp) returns a literal None for on every path:
+        constants of the graph (targets, tables, frozen weights, flags)."""
         names = [arg.arg for arg in self.fn.inputs]
-        if name not in names or self.fn.has_varargs:
-            return False
-        index = names.index(name)
-        for method in ("backward", "vjp"):
-            facts = self.facts(method) if self.fn.method(method) is not None else None
-            if facts is None:
-                continue
-            if not facts.returns:
-                return False
+        methods = [m for m in ("backward", "vjp") if self.fn.method(m) is not None]
+        if not methods or self.fn.has_varargs:
+            return frozenset()
+        constant = set(names)
+        for method in methods:
+            facts = self.facts(method)
+            if facts is None or not facts.returns:
+                return frozenset()
             for ret in facts.returns:
                 gradients = _returned_gradients(ret.value)
-                if gradients is None or index >= len(gradients) or \
-                        gradients[index].kind is not Kind.NONE:
-                    return False
-        return True
+                if gradients is None:
+                    return frozenset()
+                constant &= {name for name, gradient in zip(names, gradients, strict=False)
+                             if gradient.kind is Kind.NONE}
+        return frozenset(constant)
 
     @cached_property
     def deliberate_gradient(self) -> str | None:
@@ -346,26 +373,7 @@ class FunctionFacts:
     @cached_property
     def ctx_attrs_used_as_tensors(self) -> frozenset[str]:
         """ctx attributes that backward/jvp use with tensor-only operations."""
-        found: set[str] = set()
-        for name in ("backward", "vjp", "jvp"):
-            method = self.fn.method(name)
-            if method is None or method.node is None:
-                continue
-            ctx = self.fn.ctx_name(method)
-            for node in ast.walk(method.node):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                        node.func.attr in api.STRONG_TENSOR_METHODS:
-                    target = node.func.value
-                elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-                    for side in (node.left, node.right):
-                        if (attr := _ctx_attr(side, ctx)) is not None:
-                            found.add(attr)
-                    continue
-                else:
-                    continue
-                if (attr := _ctx_attr(target, ctx)) is not None:
-                    found.add(attr)
-        return frozenset(found)
+        return _ctx_attrs_used_as_tensors(self.fn)
 
 
 def only_raises(node: ast.FunctionDef | ast.AsyncFunctionDef, exception: str | None = None
@@ -378,6 +386,30 @@ def only_raises(node: ast.FunctionDef | ast.AsyncFunctionDef, exception: str | N
     exc = body[0].exc
     name = exc.func if isinstance(exc, ast.Call) else exc
     return exception is None or isinstance(name, ast.Name) and name.id == exception
+
+
+def _ctx_attrs_used_as_tensors(fn: FunctionClass) -> frozenset[str]:
+    """ctx attributes that backward/jvp use with tensor-only operations."""
+    found: set[str] = set()
+    for name in ("backward", "vjp", "jvp"):
+        method = fn.method(name)
+        if method is None or method.node is None:
+            continue
+        ctx = fn.ctx_name(method)
+        for node in ast.walk(method.node):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in api.STRONG_TENSOR_METHODS:
+                target = node.func.value
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+                for side in (node.left, node.right):
+                    if (attr := _ctx_attr(side, ctx)) is not None:
+                        found.add(attr)
+                continue
+            else:
+                continue
+            if (attr := _ctx_attr(target, ctx)) is not None:
+                found.add(attr)
+    return frozenset(found)
 
 
 def _incoming(params: list[ast.arg], vararg: ast.arg | None,

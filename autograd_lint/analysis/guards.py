@@ -105,7 +105,9 @@ def proven(path: Path, binding: Binding) -> bool:
 
 
 def evaluate(test: ast.expr, binding: Binding) -> bool | None:
-    """The truth of a test under literal parameter values, or None (unknown)."""
+    """The truth of a test under literal parameter values, or None (unknown).
+    Names are looked up in `binding`, and so are `ctx.attr`-like dotted names
+    (`"ctx.inplace"`), for a method specialized to its caller's flags."""
     value = _value(test, binding)
     if value is _UNKNOWN:
         return None
@@ -120,6 +122,8 @@ def _value(expr: ast.expr, binding: Binding) -> object:
         return expr.value
     if isinstance(expr, ast.Name):
         return binding.get(expr.id, _UNKNOWN)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        return binding.get(f"{expr.value.id}.{expr.attr}", _UNKNOWN)
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
         items = [_value(element, binding) for element in expr.elts]
         return _UNKNOWN if any(item is _UNKNOWN for item in items) else tuple(items)
@@ -139,6 +143,14 @@ def _bool_op(expr: ast.BoolOp, binding: Binding) -> object:
     if deciding in truths:
         return deciding
     return _UNKNOWN if None in truths else not deciding
+
+
+class Other:
+    """A flag's value other than every literal its tests compare it with
+    (`mode` neither "a" nor "b"): equal to nothing but itself."""
+
+    def __repr__(self) -> str:
+        return "<other>"
 
 
 def _compare(expr: ast.Compare, binding: Binding) -> object:
@@ -168,9 +180,12 @@ def _compare(expr: ast.Compare, binding: Binding) -> object:
     return True
 
 
-def call_binding(call: ast.Call, callee: FunctionNode) -> Binding:
+def call_binding(call: ast.Call, callee: FunctionNode,
+                 known: dict[int, object] | None = None) -> Binding:
     """The callee's parameters the call gives literal values: literal
-    arguments by position or keyword, and literal defaults of those it omits."""
+    arguments by position or keyword, and literal defaults of those it omits.
+    `known`: the values of argument expressions (by id) that the caller's
+    specialization decided (a flag passed on: `helper(x, inplace=inplace)`)."""
     positional = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args]]
     binding: Binding = {}
     passed: set[str] = set()
@@ -179,10 +194,10 @@ def call_binding(call: ast.Call, callee: FunctionNode) -> Binding:
         return binding  # `f(*args)` / `f(**kw)`: which parameter gets what is unknown
     for name, argument in zip(positional, call.args, strict=False):
         passed.add(name)
-        _bind_literal(binding, name, argument)
+        _bind_literal(binding, name, argument, known)
     for keyword in call.keywords:
         passed.add(keyword.arg)  # type: ignore[arg-type]
-        _bind_literal(binding, keyword.arg, keyword.value)  # type: ignore[arg-type]
+        _bind_literal(binding, keyword.arg, keyword.value, known)  # type: ignore[arg-type]
     defaults = parameter_defaults(callee)
     defaults.update({a.arg: d for a, d in zip(callee.args.kwonlyargs, callee.args.kw_defaults,
                                               strict=True) if d is not None})
@@ -192,7 +207,10 @@ def call_binding(call: ast.Call, callee: FunctionNode) -> Binding:
     return binding
 
 
-def _bind_literal(binding: Binding, name: str, expr: ast.expr) -> None:
+def _bind_literal(binding: Binding, name: str, expr: ast.expr,
+                  known: dict[int, object] | None = None) -> None:
     value = _value(expr, {})
+    if value is _UNKNOWN and known is not None:
+        value = known.get(id(expr), _UNKNOWN)
     if value is not _UNKNOWN:
         binding[name] = value

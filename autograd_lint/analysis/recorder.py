@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING
 
 from ..model import ModuleInfo, Scope, collect_imports
 from .events import CtxStore, Event, GradUse, Mutation
+from .guards import evaluate
 from .values import Value
+
+UNDECIDED = object()  # a value a specialized run does not know
+_NO_VALUE = Value()
 
 if TYPE_CHECKING:
     from .effects import Effects
@@ -29,8 +33,13 @@ class Recorder:
     def __init__(self, module: ModuleInfo, scope: Scope,
                  node: ast.FunctionDef | ast.AsyncFunctionDef, initial: dict[str, Value],
                  saved_layout: tuple[Value, ...] | None = None,
-                 effects: Effects | None = None) -> None:
+                 effects: Effects | None = None,
+                 decided: dict[str, object] | None = None) -> None:
         self.scope = Scope(scope, "function", "")
+        # A run specialized to the caller's flags (opt_in.py): the values of
+        # parameters (`"inplace"`) and ctx attributes (`"ctx.inplace"`) that
+        # decide branches and callees' branches. None: a run for every caller.
+        self.decided = decided
         collect_imports(node.body, self.scope, module)
         self.module = module
         self.effects = effects  # callees' summaries (effects.py); None: all opaque
@@ -85,6 +94,48 @@ class Recorder:
 
     def _off_taint(self) -> frozenset[str]:
         return frozenset(self._grad_off)
+
+    def _decided_value(self, node: ast.expr, state: State) -> object:
+        """In a specialized run, the decided value a parameter (not rebound
+        since) or a ctx attribute holds; `UNDECIDED` otherwise."""
+        if self.decided is None:
+            return UNDECIDED
+        if isinstance(node, ast.Name):
+            held = state.vars.get(node.id)
+            if held is not None and (held.src or "").startswith("decided:"):
+                return self.decided.get(held.src[8:], UNDECIDED)  # `flag = ctx.flag`
+            if node.id in self.decided and held == self.initial.get(node.id):
+                return self.decided[node.id]
+            return UNDECIDED
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                self.initial.get(node.value.id, _NO_VALUE).src == "ctx":
+            return self.decided.get(f"ctx.{node.attr}", UNDECIDED)
+        return UNDECIDED
+
+    def _decided_truth(self, test: ast.expr, state: State) -> bool | None:
+        """Whether a branch test holds in a specialized run (None: unknown)."""
+        if self.decided is None:
+            return None
+        binding: dict[str, object] = {}
+        for node in ast.walk(test):
+            value = self._decided_value(node, state)  # type: ignore[arg-type]
+            if value is UNDECIDED:
+                continue
+            key = node.id if isinstance(node, ast.Name) else \
+                f"{node.value.id}.{node.attr}"  # type: ignore[attr-defined]
+            binding[key] = value
+        return evaluate(test, binding) if binding else None
+
+    def _decided_arguments(self, call: ast.Call, state: State) -> dict[int, object] | None:
+        """The arguments of a call whose values a specialized run decided."""
+        if self.decided is None:
+            return None
+        known = {}
+        for argument in (*call.args, *(k.value for k in call.keywords)):
+            value = self._decided_value(argument, state)
+            if value is not UNDECIDED:
+                known[id(argument)] = value
+        return known or None
 
     if TYPE_CHECKING:
         # What the rooms ask of one another.

@@ -24,6 +24,7 @@ class Write:
     # a call whose literal arguments refute all of them (`inplace=False`,
     # `mode="copy"`) does not write.
     when: tuple[Path, ...] = UNCONDITIONAL
+    collective: bool = False  # every change is an in-place torch.distributed collective
 
 
 @dataclass(frozen=True)

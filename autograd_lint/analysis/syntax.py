@@ -36,6 +36,17 @@ def constant_slice(node: ast.Slice) -> slice | None:
     return slice(*parts)
 
 
+NOT_LITERAL = object()  # what `literal_value` gives for an expression that is not one
+
+
+def literal_value(node: ast.expr) -> object:
+    """The value of a literal (`True`, `"mode"`, `-1`, `("a", "b")`), else NOT_LITERAL."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return NOT_LITERAL
+
+
 def literal_text(node: ast.expr) -> str:
     text = ast.unparse(node)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -53,6 +53,20 @@ SEQUENCE_METHODS = frozenset({
     "histogram", "var_mean", "std_mean",
 }) | VIEW_SEQUENCE_METHODS
 SEQUENCE_WITH_DIM_METHODS = frozenset({"max", "min", "median", "nanmedian"})
+# Reductions whose result, with no dim argument, is a 0-d (scalar) tensor.
+FULL_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "prod", "norm",
+                             "std", "var", "all", "any", "median", "nanmedian", "nansum",
+                             "nanmean", "count_nonzero"})
+# Products of two vectors: always a 0-d tensor.
+SCALAR_PRODUCTS = frozenset({"dot", "vdot"})
+# Methods and functions whose result may hold more elements than their inputs.
+GROWING_METHODS = frozenset({"expand", "expand_as", "repeat", "repeat_interleave", "tile",
+                             "broadcast_to", "new_empty", "new_zeros", "new_ones", "new_full",
+                             "new_tensor", "zeros_like", "ones_like", "empty_like",
+                             "full_like", "rand_like", "randn_like"})
+# Functions that build a scalar tensor from a number (`torch.tensor(1.0)`).
+SCALAR_FROM_NUMBER_FUNCTIONS = frozenset({"torch.tensor", "torch.scalar_tensor",
+                                          "torch.as_tensor"})
 
 # Methods and attributes that give non-tensors.
 NON_TENSOR_METHODS = frozenset({

@@ -69,6 +69,7 @@ class Value:
     taint: frozenset[str] = frozenset()
     view: bool = False  # a view of (or the same tensor as) its roots, made by a view op
     integral: bool = False  # an integer or bool tensor (indices, masks): no gradient
+    scalar: bool = False  # a 0-d tensor (`x.sum()`, `torch.tensor(1.0)`, arithmetic on one)
     detached: bool = False  # a copy made with `.detach()` in this method
     # `x if flag else y` on a caller's flag: (the flag's text, the roots when it
     # is true, when it is false), so that a branch on the same flag knows which.
@@ -156,6 +157,7 @@ def join(a: Value, b: Value) -> Value:
         taint=a.taint | b.taint,
         view=a.view or b.view,
         integral=_joined_flag(a, b, "integral"),
+        scalar=_joined_flag(a, b, "scalar"),
         detached=_joined_flag(a, b, "detached"),
         decided_by=a.decided_by if a.decided_by == b.decided_by else None,
     )

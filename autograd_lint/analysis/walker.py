@@ -90,6 +90,16 @@ def _assume(state: State, flag: str, truth: bool) -> None:
             state.vars[name] = replace(value, roots=decided[1] if truth else decided[2])
 
 
+def _flag_tests(test: ast.expr) -> list[tuple[ast.expr, bool]]:
+    """The parts of a branch test that decide a flag in one branch: (part,
+    True) when the part holds in the body (the test itself, or a conjunct of
+    `and`), (part, False) when it fails in the else branch (a disjunct of `or`)."""
+    if isinstance(test, ast.BoolOp):
+        in_body = isinstance(test.op, ast.And)
+        return [(value, in_body) for value in test.values]
+    return [(test, True)]
+
+
 # How an augmented assignment's operator is written, for messages.
 _OPERATORS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -180,11 +190,21 @@ class StatementWalker(Recorder):
 
     def s_If(self, node: ast.If, state: State) -> State | None:
         test = self.expr(node.test, state)
+        decided = self._decided_truth(node.test, state)
+        if decided is not None:  # a run specialized to the caller's flags
+            return self.block(node.body if decided else node.orelse, state)
         body, orelse = state.copy(), state.copy()
-        flag = self._caller_flag(node.test, test)
-        if flag is not None:  # `if not inplace:` knows what `x if inplace else y` is
-            _assume(body, flag[0], not flag[1])
-            _assume(orelse, flag[0], flag[1])
+        # `if not inplace:` knows what `x if inplace else y` is; so does each
+        # conjunct of `if a and not inplace:` in the body, and each disjunct
+        # of `if a or inplace:` in the else branch.
+        for part, decides_body in _flag_tests(node.test):
+            flag = self._caller_flag(part, test if part is node.test else self.expr(part, state))
+            if flag is None:
+                continue
+            if decides_body:
+                _assume(body, flag[0], not flag[1])
+            if decides_body is False or part is node.test:
+                _assume(orelse, flag[0], flag[1])
         return join_states([self.block(node.body, body), self.block(node.orelse, orelse)])
 
     def s_Assert(self, node: ast.Assert, state: State) -> State:
