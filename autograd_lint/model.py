@@ -451,6 +451,14 @@ def parameter_defaults(node: FunctionNode) -> dict[str, ast.expr]:
     return {a.arg: d for a, d in zip(args[len(args) - len(defaults):], defaults, strict=False)}
 
 
+def all_parameter_defaults(node: FunctionNode) -> dict[str, ast.expr]:
+    """Default value of each parameter that has one, keyword-only ones included."""
+    found = parameter_defaults(node)
+    found.update({a.arg: d for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults,
+                                           strict=True) if d is not None})
+    return found
+
+
 def _all_args(args: ast.arguments) -> Iterator[ast.arg]:
     yield from args.posonlyargs
     yield from args.args

@@ -21,8 +21,8 @@ COVERAGE = "coverage"
 STYLE = "style"
 TIERS = (CORRECTNESS, PEDANTIC, COVERAGE, STYLE)
 
-# Codes split off a parent code (RULES.md, "Tiers"): a `# noqa` naming the
-# parent also silences them on its line, so no suppression breaks.
+# Codes split off a parent code (RULES.md, "Tiers"): a noqa comment naming
+# the parent also silences them on its line, so no suppression breaks.
 SPLIT_FROM: dict[str, frozenset[str]] = {
     "AGF009": frozenset({"AGF001"}),
     "AGF010": frozenset({"AGF005", "AGF006", "AGF007"}),
@@ -90,6 +90,7 @@ _RULES: tuple[Rule, ...] = (
         "checks and hooks{cycle}; save it with `ctx.save_for_backward(...)` "
         "(or `ctx.save_for_forward(...)`) and read it from `ctx.saved_tensors`",
         "ctx_state",
+        tier=PEDANTIC,
     ),
     Rule(
         "AGF002", "save-non-tensor", ERROR,
@@ -120,6 +121,7 @@ _RULES: tuple[Rule, ...] = (
         "later use) reads corrupted values; work on a clone (`{name} = "
         "{name}.clone()`) or use an out-of-place op",
         "inplace",
+        tier=PEDANTIC,
     ),
     Rule(
         "AGF006", "grad-output-inplace", ERROR,
@@ -128,6 +130,7 @@ _RULES: tuple[Rule, ...] = (
         "another node may hold the same tensor, so clone it first (`{root} = "
         "{root}.clone()`) or use an out-of-place op",
         "inplace",
+        tier=PEDANTIC,
     ),
     Rule(
         "AGF007", "input-inplace-without-mark-dirty", ERROR,

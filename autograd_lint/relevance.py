@@ -42,6 +42,9 @@ _TORCH_PREFIXES = frozenset({"torch", "autograd", "function"})
 
 _IMPORT = re.compile(r"^[ \t\f]*(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.M)
 _ASSIGNMENT = re.compile(r"^\w+[ \t]*(?::[^=\n]+)?=[ \t]*[\w.]+[ \t]*$")
+# A Function applied (`Fn.apply(...)`, `run = self.Fn.apply`): what its calls
+# pass decides facts (analysis/apply_calls.py), read from the kept statements.
+_APPLIED = re.compile(r"\.apply\b")
 _REFERENCE = re.compile(
     r"(?<!\w)([A-Z_]\w*)\s*\(|([A-Za-z_]\w*)\.(?:apply|forward|backward|vjp|jvp)\b")
 _FIRST_WORD = re.compile(r"\s*(\w+)")
@@ -486,6 +489,8 @@ def statement_keeper(relevance: Relevance, path: str,
             return True
         if REGISTRATION_WORDS.search(chunk) is not None:
             return True  # a custom op's definition or registration (analysis/op_model.py)
+        if "apply" in chunk and _APPLIED.search(chunk) is not None:
+            return True
         return relevance.gradcheck_wanted and checks_gradients(chunk, path)
 
     return keep

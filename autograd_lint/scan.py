@@ -42,6 +42,9 @@ _BASE = re.compile(rb"[A-Za-z_][\w.]*")
 # (Form feeds are whitespace to the parser, as spaces and tabs are.)
 _ALIAS = re.compile(rb"\b(?:Function|InplaceFunction|autograd|function)\s+as\s+(\w+)"
                     rb"|^[ \t\f]*(\w+)\s*=\s*[\w.]*\b(?:Function|autograd)\b\s*$")
+# Names bound to torch itself (`import torch as th`, `th = torch`): a base
+# `th.autograd.Function` reaches torch's Function through them (RULES.md).
+_TORCH_ALIAS = re.compile(rb"\btorch\s+as\s+(\w+)|^[ \t\f]*(\w+)\s*=\s*torch\s*$")
 _FROM_IMPORT = re.compile(
     rb"[ \t\f]*from[ \t\f]+([\w.]+)[ \t\f]+(import)[ \t\f]+(\([^)]*\)|[^\n#;]*)")
 _IMPORT = re.compile(rb"[ \t\f]*import[ \t\f]+([^\n#;]*)")
@@ -156,9 +159,10 @@ def _bracketed(data: bytes, position: int, *, stop_at_colon: bool) -> tuple[int 
 
 def _aliases(data: bytes) -> frozenset[str]:
     found: set[str] = set()
-    for word in (b"Function", b"autograd"):
+    for word, pattern in ((b"Function", _ALIAS), (b"autograd", _ALIAS),
+                          (b"torch", _TORCH_ALIAS)):
         for offset in _occurrences(data, word):
-            for match in _ALIAS.finditer(_line_around(data, offset)):
+            for match in pattern.finditer(_line_around(data, offset)):
                 found.add((match.group(1) or match.group(2)).decode("latin-1"))
     return frozenset(found)
 

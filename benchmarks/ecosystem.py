@@ -84,32 +84,27 @@ PROJECTS: list[tuple[str, str]] = [
     ("stanford-stk==0.7.1", KERNEL),
     ("mlstm-kernels==2.0.6", KERNEL),
     ("pytorch-block-sparse==0.1.2", KERNEL),
-    ("sageattention==1.0.6", KERNEL),
     # -- LLM training and distributed stacks -----------------------------------
     ("deepspeed==0.19.8", TRAINING),
     ("colossalai==0.5.0", TRAINING),
     ("megatron-core==0.16.1", TRAINING),
     ("peft==0.21.2", TRAINING),
     ("unsloth-zoo==2026.10.9", TRAINING),
-    ("torchtune==0.6.1", TRAINING),
     ("nanotron==0.4", TRAINING),
     ("fairscale==0.4.13", TRAINING),
     ("horovod==0.28.1", TRAINING),
     ("bagua==0.9.2", TRAINING),
-    ("mosaicml==0.32.1", TRAINING),
-    ("lightning==2.6.6", TRAINING),
     ("torchrec==1.9.2", TRAINING),
     ("nemo-toolkit==3.0.0", TRAINING),
     ("verl==0.9.1", TRAINING),
-    ("openrlhf==0.11.2", TRAINING),
     ("torchtitan==0.3.0", TRAINING),
     ("axolotl==0.21.0", TRAINING),
     # -- inference engines -------------------------------------------------------
     ("sglang==0.5.10.post1", INFERENCE),
-    ("lmdeploy==0.18.0", INFERENCE),
     ("rwkv==0.8.32", INFERENCE),
-    ("exllamav2==0.3.2", INFERENCE),
-    ("ktransformers==0.7.2", INFERENCE),
+    ("petals==2.2.0.post1", INFERENCE),
+    ("vllm-flash-attn==2.6.2", INFERENCE),
+    ("torch-tensorrt==2.14.0", INFERENCE),
     # -- quantization ------------------------------------------------------------
     ("torchao==0.18.0", QUANTIZATION),
     ("bitsandbytes==0.42.0", QUANTIZATION),
@@ -124,8 +119,6 @@ PROJECTS: list[tuple[str, str]] = [
     ("brevitas==0.13.4", QUANTIZATION),
     ("neural-compressor==3.10", QUANTIZATION),
     ("qtorch==0.3.0", QUANTIZATION),
-    ("compressed-tensors==0.20.1", QUANTIZATION),
-    ("llmcompressor==0.14.0.1", QUANTIZATION),
     ("bitblas==0.1.0.post1", QUANTIZATION),
     # -- research and scientific code -------------------------------------------
     ("e3nn==0.6.0", RESEARCH),
@@ -144,7 +137,6 @@ PROJECTS: list[tuple[str, str]] = [
     ("timm==1.0.31", RESEARCH),
     ("efficientnet-pytorch==0.7.1", RESEARCH),
     ("lightly==1.6.0", RESEARCH),
-    ("pytorch-metric-learning==2.9.0", RESEARCH),
     ("solo-learn==1.0.2", RESEARCH),
     ("fairseq==0.12.2", RESEARCH),
     ("speechbrain==1.1.2", RESEARCH),
@@ -162,10 +154,7 @@ PROJECTS: list[tuple[str, str]] = [
     ("geomloss==0.3.1", RESEARCH),
     ("torchkbnufft==1.5.2", RESEARCH),
     ("pytorch-wavelets==1.3.0", RESEARCH),
-    ("ptwt==1.0.1", RESEARCH),
     ("kymatio==0.3.0", RESEARCH),
-    ("escnn==1.0.11", RESEARCH),
-    ("e2cnn==0.2.3", RESEARCH),
     ("dgl==2.2.1", RESEARCH),
     ("torchdrug==0.2.1", RESEARCH),
     ("pytorch-tabnet==4.1.0", RESEARCH),
@@ -173,23 +162,18 @@ PROJECTS: list[tuple[str, str]] = [
     ("torchsort==0.1.10", RESEARCH),
     ("torchdyn==1.0.6", RESEARCH),
     ("monai==1.6.1", RESEARCH),
-    ("nnAudio==0.3.4", RESEARCH),
     ("warp-rnnt==0.7.0", RESEARCH),
     ("k2==1.24.1", RESEARCH),
     ("MinkowskiEngine==0.5.4", RESEARCH),
     ("xlstm==2.0.6", RESEARCH),
     ("torch-points-kernels==0.7.0", RESEARCH),
-    ("deepxde==1.15.0", RESEARCH),
     ("neuraloperator==2.0.0", RESEARCH),
-    ("torch-sparse==0.6.18", RESEARCH),
-    ("asteroid==0.7.0", RESEARCH),
     ("espnet==202611", RESEARCH),
     # -- custom-op libraries -----------------------------------------------------
     ("vllm==0.33.0", OPS),
     ("flashinfer-python==0.7.2.post1", OPS),
     ("transformer-engine==2.20.2", OPS),
     ("quack-kernels==0.6.5", OPS),
-    ("kernels==0.17.2", OPS),
 ]
 
 VERDICT_KINDS = ("tp", "fp", "debatable")
@@ -398,6 +382,13 @@ def print_changes(found: list[Found], previous: dict[str, list[str]],
               f"{row[5][:90]}")
 
 
+def save_findings(path: Path, found: list[Found]) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        for item in found:
+            writer.writerow([*item.row(), half_of(item.project)])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("projects", nargs="*", help="names from the pinned list (default: all)")
@@ -410,6 +401,9 @@ def main() -> None:
                         help="rewrite ecosystem/findings.tsv with this run's findings")
     parser.add_argument("--unjudged", type=Path, metavar="FILE",
                         help="write the findings without a verdict to FILE (TSV)")
+    parser.add_argument("--save", type=Path, metavar="FILE",
+                        help="write this run's findings to FILE (TSV, with each one's half); "
+                             "with --before, that run's beside it (NAME.before.tsv)")
     parser.add_argument("--emit", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     chosen = [(req, domain) for req, domain in PROJECTS
@@ -442,6 +436,11 @@ def main() -> None:
                 if item.fingerprint not in verdicts and item.fingerprint not in done:
                     done.add(item.fingerprint)
                     writer.writerow([*item.row(), half_of(item.project), str(args.dir / "src")])
+    if args.save:
+        save_findings(args.save, found)
+        if before is not None:  # beside it: what the earlier install found
+            save_findings(args.save.with_name(f"{args.save.stem}.before{args.save.suffix}"),
+                          before)
     if args.update:
         write_findings(found)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import ast
 
-from autograd_lint.analysis.function_facts import FunctionFacts
+from autograd_lint.analysis.apply_calls import never_passes_beyond, never_passes_keyword
+from autograd_lint.analysis.function_facts import FunctionFacts, only_raises
 from autograd_lint.analysis.interpreter import Return, constant_index
 from autograd_lint.analysis.values import Kind, Value
 from autograd_lint.fixes import append_none_gradients
@@ -58,6 +59,8 @@ class ArityChecker(Checker):
         if count < required:
             pass
         elif count < declared and not varargs:
+            if never_passes_beyond(fn, count):
+                return  # the project's calls never pass the optional inputs: nothing raises
             optional = [a.arg for a in fn.inputs[count:]]
             detail = (" (the optional " + ", ".join(f"`{n}`" for n in optional)
                       + " included: autograd raises as soon as a caller passes "
@@ -91,8 +94,9 @@ class ArityChecker(Checker):
     # -- AGF102 ----------------------------------------------------------------
     def agf102_grad_output_arity(self, fn: FunctionClass, facts: FunctionFacts,
                                  method: Method) -> None:
-        if method.vararg is not None or _boxed_gradients(fn):
-            return
+        if method.vararg is not None or _boxed_gradients(fn) or \
+                (method.node is not None and only_raises(method.node)):
+            return  # a backward that only raises fails whatever autograd passes it
         outputs = facts.output_count
         if outputs is None:
             return
@@ -122,7 +126,15 @@ class ArityChecker(Checker):
 
     # -- AGF112 ----------------------------------------------------------------
     def agf112_keyword_only_input(self, fn: FunctionClass, forward: Method) -> None:
-        kwonly = forward.node.args.kwonlyargs if forward.node else []
+        args = forward.node.args if forward.node else None
+        defaults = dict(zip([a.arg for a in args.kwonlyargs], args.kw_defaults,
+                            strict=True)) if args else {}
+        # Without a default, forward can never run; with one, only a call that
+        # tries to pass it (by name, or by position past the positional inputs)
+        # raises: silent when the project's calls never do.
+        tries = not never_passes_beyond(fn, len(fn.inputs))
+        kwonly = [a for a in (args.kwonlyargs if args else [])
+                  if defaults.get(a.arg) is None or tries or not never_passes_keyword(fn, a.arg)]
         if not kwonly:
             return
         self.reporter.add("AGF112", forward.node, function=fn.name,  # type: ignore[arg-type]

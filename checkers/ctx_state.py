@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from autograd_lint.analysis.apply_calls import held_by_owner
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.interpreter import (
     Compute,
@@ -36,7 +37,7 @@ class CtxStateChecker(Checker):
             if method_facts is None or fn.method(name).owner is not fn:  # type: ignore[union-attr]
                 continue
             for store in method_facts.of(CtxStore):
-                self.agf001_ctx_tensor_attribute(fn, facts, store)
+                self.agf001_ctx_tensor_attribute(fn, facts, name, store)
             for read in method_facts.of(CtxRead):
                 self.agf003_saved_tensors_in_forward(fn, name, read)
             for call in method_facts.of(CtxCall):
@@ -55,15 +56,18 @@ class CtxStateChecker(Checker):
             for escape in method_facts.of(CtxEscape):
                 self.agf211_ctx_escapes(fn, escape)
             if name in ("backward", "vjp", "jvp"):
-                for read in method_facts.of(CtxRead):
-                    self.agf210_saved_tensors_read_twice(fn, read)
+                # One finding per method: every later read is the same defect,
+                # fixed by the same single unpack.
+                again = [read for read in method_facts.of(CtxRead) if read.prior]
+                if again:
+                    self.agf210_saved_tensors_read_twice(fn, min(again, key=_position))
         self.agf109_jvp_without_save_for_forward(fn, facts)
         self.agf008_data_attribute(fn, facts)
         self.agf213_deprecated_ctx_api(fn)
 
     # -- AGF001 ----------------------------------------------------------------
     def agf001_ctx_tensor_attribute(self, fn: FunctionClass, facts: FunctionFacts,
-                                    store: CtxStore) -> None:
+                                    method: str, store: CtxStore) -> None:
         value = store.value
         if value.src == "rng" or value.kind in (Kind.NONE, Kind.NONTENSOR):
             return
@@ -72,6 +76,8 @@ class CtxStateChecker(Checker):
             and store.attr in facts.ctx_attrs_used_as_tensors)
         if not holds_tensor:
             return
+        if facts.opt_in.store_verdict(method, store) != "default":
+            return  # kept only when a caller opts in (a debug solver, a mode): not established
         if (why := _constant_reason(value, facts)) is not None:
             self.agf009_ctx_constant_tensor(fn, store, why)
             return
@@ -244,8 +250,8 @@ class CtxStateChecker(Checker):
         outputs = {f"local:{name}": name for name in facts.returned_names}
         outputs["output"] = "output"
         for node, value, starred in call.args:
-            if starred or not value.view:
-                continue
+            if starred or not value.view or value.detached:
+                continue  # a detached copy shares storage, not the graph (RULES.md)
             if value.src == "output" or (isinstance(node, ast.Name)
                                          and node.id in facts.returned_names):
                 continue  # the output itself (setup_context's `output`, or forward's name)
@@ -270,6 +276,10 @@ def _returned_inputs(facts: FunctionFacts) -> set[str]:
             if value.src and value.src.startswith("input:"):
                 names.add(value.src[6:])
     return names
+
+
+def _position(read: CtxRead) -> tuple[int, int]:
+    return read.node.lineno, read.node.col_offset
 
 
 def _span(node: ast.expr) -> tuple[int, int]:
@@ -372,9 +382,15 @@ def _constant_reason(value: Value, facts: FunctionFacts) -> str | None:
     if value.scalar:
         return "is a scalar tensor"
     inputs = {root[6:] for root in value.roots if root.startswith("input:")}
-    if inputs and len(inputs) == len(value.roots) and inputs <= facts.no_gradient_inputs:
-        names = ", ".join(f"`{name}`" for name in sorted(inputs))
+    if not inputs or len(inputs) != len(value.roots):
+        return None
+    names = ", ".join(f"`{name}`" for name in sorted(inputs))
+    if inputs <= facts.no_gradient_inputs:
         return f"is forward's input {names}, for which backward returns no gradient"
+    positions = {arg.arg: index for index, arg in enumerate(facts.fn.inputs)}
+    if all(name in positions and held_by_owner(facts.fn, positions[name]) for name in inputs):
+        return (f"is forward's input {names}, which every call passes as an object's "
+                f"attribute (a parameter or buffer its module keeps alive)")
     return None
 
 

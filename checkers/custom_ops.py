@@ -18,6 +18,7 @@ from autograd_lint.analysis.op_model import (
     body_writes,
     module_ops,
     ops_index,
+    returned_arities,
 )
 from autograd_lint.analysis.syntax import assigned_names, own_nodes
 from autograd_lint.analysis.torch_api import VIEW_ATTRIBUTES, VIEW_METHODS
@@ -60,7 +61,7 @@ class CustomOpsChecker(Checker):
             self._writes(op, op.impl)
         index = ops_index(self.project)
         if self.enabled("AGF405") and self.project.scan_tree and op.kind != "triton_op" and \
-                op.returns_tensor and \
+                op.returns_tensor and not _generated_fake(op) and \
                 not index.may_have_fake(op, self.project.root_of(op.module.path)):
             self.reporter.add("AGF405", op.anchor, op=op.qualified)
 
@@ -163,26 +164,22 @@ class CustomOpsChecker(Checker):
         node = backward.node
         positional = [p for p in op.parameters if p.position is not None]
         if self.enabled("AGF406") and positional:
+            arities = returned_arities(backward, self.project)
             for returned in _own_returns(node):
-                self._gradient_count(op, positional, returned)
+                self._gradient_count(op, positional, returned, arities.get(id(returned)))
         if self.enabled("AGF408"):
             self._needs_input_grad(op, positional, node)
 
-    def _gradient_count(self, op: Op, positional: list[OpParameter],
-                        returned: ast.Return) -> None:
+    def _gradient_count(self, op: Op, positional: list[OpParameter], returned: ast.Return,
+                        count: int | None) -> None:
         value = returned.value
-        if value is None or isinstance(value, ast.Starred):
+        if value is None or count is None:
+            return  # a length the analysis cannot count (a call, a starred unknown)
+        if count < len(positional):
+            self.reporter.add("AGF406", returned, op=op.qualified or "?",
+                              got=count, wanted=len(positional), names=_names(positional))
             return
         elements = value.elts if isinstance(value, ast.Tuple) else [value]
-        if any(isinstance(e, ast.Starred) for e in elements):
-            return  # a length the analysis cannot count
-        if isinstance(value, ast.Call) and not isinstance(value, ast.Tuple):
-            return  # a helper's result: a tuple of any length
-        if len(elements) < len(positional):
-            self.reporter.add("AGF406", returned, op=op.qualified or "?",
-                              got=len(elements), wanted=len(positional),
-                              names=_names(positional))
-            return
         for element, parameter in zip(elements, positional, strict=False):
             if parameter.tensor_list and isinstance(element, ast.BinOp):
                 self.reporter.add("AGF406", returned, op=op.qualified or "?",
@@ -241,6 +238,27 @@ def _signature_difference(parameters: list[OpParameter], fake: FunctionNode) -> 
     if refused and args.kwarg is None:
         return f"cannot take the keyword-only {', '.join(f'`{n}`' for n in refused)}"
     return None
+
+
+def _generated_fake(op: Op) -> bool:
+    """An op tagged `torch.Tag.inplace` or `torch.Tag.out` (one tag or a
+    sequence of them): torch 2.13 generates its fake (RULES.md, AGF405)."""
+    anchor = op.anchor
+    decorators = anchor.decorator_list if isinstance(anchor, (ast.FunctionDef,
+                                                               ast.AsyncFunctionDef)) else []
+    calls = [d for d in decorators if isinstance(d, ast.Call)]
+    if isinstance(anchor, ast.Call):
+        calls.append(anchor)
+    for call in calls:
+        for keyword in call.keywords:
+            if keyword.arg == "tags":
+                tags = keyword.value.elts if isinstance(keyword.value, (ast.Tuple, ast.List,
+                                                                         ast.Set)) \
+                    else [keyword.value]
+                if any(isinstance(t, ast.Attribute) and t.attr in ("inplace", "out")
+                       for t in tags):
+                    return True
+    return False
 
 
 def _own_returns(node: FunctionNode) -> list[ast.Return]:

@@ -52,8 +52,9 @@ class DifferentiabilityChecker(Checker):
             for call in facts.calls("set_materialize_grads"))
         if not turned_off:
             return
+        always = _always_given(fn, facts)
         for use in method_facts.of(GradUse):
-            if not use.tested:
+            if not use.tested and use.root != always:
                 self.reporter.add("AGF201", use.node, function=fn.name, name=use.root)
                 return
 
@@ -324,3 +325,17 @@ def _canonical(node: ast.expr, names: dict[str, str]) -> str:
     text = re.sub(r"\s+", "", ast.unparse(renamed))
     return re.sub(r"(?<![\w.])1\.0(?![\d])", "1", text)
 
+
+def _always_given(fn: FunctionClass, facts: FunctionFacts) -> str | None:
+    """The gradient parameter of forward's only differentiable output: when
+    every other output is non-differentiable, backward runs only when that
+    one received a gradient, so it is never None there."""
+    differentiable = facts.differentiable_outputs
+    backward = fn.method("backward") or fn.method("vjp")
+    count = facts.output_count
+    if differentiable is None or len(differentiable) != 1 or backward is None or \
+            count is None or count < 2 or backward.vararg is not None or \
+            len(backward.params) - 1 != count:
+        return None
+    (index,) = differentiable
+    return backward.params[1 + index].arg

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from autograd_lint.analysis.apply_calls import temporary_everywhere
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.interpreter import CtxCall, MethodFacts, Mutation
 from autograd_lint.analysis.values import Kind
@@ -72,8 +73,8 @@ class InplaceChecker(Checker):
             if not root.startswith("input:"):
                 continue
             name = root[6:]
-            if name in dirty:
-                continue
+            if name in dirty or facts.inputs.get(name, mutation.value).seq:
+                continue  # marked dirty, or a container: autograd sees no tensor there
             is_tensor = (mutation.certain_tensor or mutation.value.kind is Kind.TENSOR
                          or facts.input_is_tensor(name))
             if not is_tensor or facts.inputs.get(name, mutation.value).kind is Kind.NONTENSOR:
@@ -84,7 +85,7 @@ class InplaceChecker(Checker):
                 return
             if root in facts.returned_roots:
                 self.agf012_inplace_returned_input(fn, mutation, name)
-            else:
+            elif not _temporary(fn, name):
                 self.agf007_input_inplace_without_mark_dirty(fn, mutation, name)
             return
 
@@ -98,7 +99,7 @@ class InplaceChecker(Checker):
             return True
         verdict = facts.opt_in.verdict(method, mutation, root)
         if verdict == "opt-in":
-            self.agf011_inplace_opt_in(fn, facts, mutation, root, source)
+            self.agf011_inplace_opt_in(fn, facts, method, mutation, root, source)
         return verdict != "default"
 
     # -- AGF005 ----------------------------------------------------------------
@@ -144,15 +145,16 @@ class InplaceChecker(Checker):
                           via=_via(mutation, root.partition(":")[2]))
 
     # -- AGF011 ----------------------------------------------------------------
-    def agf011_inplace_opt_in(self, fn: FunctionClass, facts: FunctionFacts,
+    def agf011_inplace_opt_in(self, fn: FunctionClass, facts: FunctionFacts, method: str,
                               mutation: Mutation, root: str, source: str) -> None:
         if self._seen("AGF011", root, mutation):
             return
         space = facts.opt_in.space
+        flag = space.describe(facts.opt_in.deciding(method, mutation, root)) \
+            if space is not None else "a flag"
         self.reporter.add("AGF011", mutation.node, function=fn.name, how=mutation.how,
                           target=source_text(mutation.target), source=source,
-                          via=_via(mutation, root.partition(":")[2]),
-                          flag=space.describe() if space is not None else "a flag")
+                          via=_via(mutation, root.partition(":")[2]), flag=flag)
 
     # -- AGF012 ----------------------------------------------------------------
     def agf012_inplace_returned_input(self, fn: FunctionClass, mutation: Mutation,
@@ -196,7 +198,10 @@ class InplaceChecker(Checker):
                                             and not ret.value.single
                                             and not (ret.value.src or "").startswith("input:")):
                 continue  # an unknown return form
-            returned = {v.src[6:] for v in values if (v.src or "").startswith("input:")}
+            if any(v.kind is Kind.UNKNOWN and not v.roots for v in values):
+                continue  # what an unknown callee gave back may be the input itself
+            # What may be returned (an alias on some path) is not a missing return.
+            returned = {root[6:] for v in values for root in v.roots if root.startswith("input:")}
             missing = [name for name in dirty if name not in returned]
             if missing:
                 self.reporter.add("AGF209", ret.node, function=fn.name, name=missing[0])
@@ -220,6 +225,13 @@ class InplaceChecker(Checker):
                     for _, value, _ in call.args:
                         dirty.update(r[6:] for r in value.roots if r.startswith("input:"))
         return dirty
+
+
+def _temporary(fn: FunctionClass, name: str) -> bool:
+    """Every call seen passes a temporary for this input: no caller holds the
+    tensor the write changes (RULES.md, the harm)."""
+    names = [arg.arg for arg in fn.inputs]
+    return name in names and temporary_everywhere(fn, names.index(name))
 
 
 def _via(mutation: Mutation, name: str) -> str:

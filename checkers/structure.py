@@ -9,6 +9,7 @@ import ast
 
 from autograd_lint.analysis.function_facts import FunctionFacts, only_raises
 from autograd_lint.analysis.torch_api import SPECIAL_METHODS
+from autograd_lint.analysis.values import Kind
 from autograd_lint.fixes import add_staticmethod
 from autograd_lint.project import CTX_PARAM_NAMES, FunctionClass, Method
 
@@ -74,7 +75,8 @@ class StructureChecker(Checker):
             return
         if fn.method("backward") is not None or fn.method("vjp") is not None:
             return
-        if only_raises(forward.node, "NotImplementedError") or facts.outputs_non_differentiable:
+        if only_raises(forward.node, "NotImplementedError") or facts.outputs_non_differentiable \
+                or _returns_nothing(facts):
             return
         self.reporter.add("AGF106", fn.node, function=fn.name, name=fn.name)
 
@@ -155,3 +157,11 @@ class StructureChecker(Checker):
                     problem=f"vmap returns {len(out_dims.elts)} out_dims but forward returns "
                             f"{plural(outputs, 'output')}",
                     fix="give one out_dim per output")
+
+
+def _returns_nothing(facts: FunctionFacts) -> bool:
+    """forward returns no value on any path (an abstract base whose forward
+    raises through a helper, a stub): it has no output to differentiate."""
+    forward = facts.facts("forward")
+    return forward is not None and not forward.has_yield and \
+        all(ret.value.kind is Kind.NONE for ret in forward.returns)

@@ -36,6 +36,7 @@ class Site:
     function: FunctionNode | None  # the innermost enclosing def
     in_function_class: bool  # inside a custom Function's body
     grad_off: bool  # grad mode is certainly off here
+    expects_error: bool = False  # inside `with pytest.raises(...)`: a call meant to fail
 
 
 class CallSites:
@@ -71,9 +72,10 @@ class CallSites:
             if self._mentions(stmt):
                 yield from self._statement(stmt, site)
             # `if torch.is_grad_enabled(): return Fn.apply(x)` -> the rest runs with grad off.
-            if isinstance(stmt, ast.If) and self._grad_test(stmt.test, site.scope) == "on" and \
+            if isinstance(stmt, ast.If) and self._grad_test(stmt.test, site) == "on" and \
                     _terminates(stmt.body):
-                site = Site(site.scope, site.function, site.in_function_class, True)
+                site = Site(site.scope, site.function, site.in_function_class, True,
+                            site.expects_error)
 
     def _statement(self, stmt: ast.stmt, site: Site) -> Iterator[tuple[ast.Call, Site]]:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -94,15 +96,17 @@ class CallSites:
             yield from self._expressions([i.context_expr for i in stmt.items], site)
             off = site.grad_off or any(self._grad_off_context(i.context_expr, site.scope)
                                        for i in stmt.items)
+            failing = site.expects_error or any(_expects_error(i.context_expr)
+                                                for i in stmt.items)
             yield from self._block(stmt.body, Site(site.scope, site.function,
-                                                   site.in_function_class, off))
+                                                   site.in_function_class, off, failing))
         elif isinstance(stmt, ast.If):
             yield from self._expressions([stmt.test], site)
-            test = self._grad_test(stmt.test, site.scope)
+            test = self._grad_test(stmt.test, site)
             body = Site(site.scope, site.function, site.in_function_class,
-                        site.grad_off or test == "off")
+                        site.grad_off or test == "off", site.expects_error)
             orelse = Site(site.scope, site.function, site.in_function_class,
-                          site.grad_off or test == "on")
+                          site.grad_off or test == "on", site.expects_error)
             yield from self._block(stmt.body, body)
             yield from self._block(stmt.orelse, orelse)
         else:
@@ -131,14 +135,55 @@ class CallSites:
                     isinstance(call.args[0], ast.Constant) and call.args[0].value is False)
 
     @staticmethod
-    def _grad_test(test: ast.expr, scope: Scope) -> str | None:
-        """"on" for `torch.is_grad_enabled()`, "off" for its negation."""
+    def _grad_test(test: ast.expr, site: Site) -> str | None:
+        """"on" for `torch.is_grad_enabled()` (or a local bound to it once:
+        `enabled = torch.is_grad_enabled()`), "off" for its negation."""
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
         inner = test.operand if negated else test  # type: ignore[attr-defined]
+        if isinstance(inner, ast.Name) and site.function is not None:
+            inner = _only_binding(site.function, inner.id) or inner
         if isinstance(inner, ast.Call) and isinstance(inner.func, (ast.Name, ast.Attribute)) \
-                and scope.resolve(inner.func) in _GRAD_ENABLED:
+                and site.scope.resolve(inner.func) in _GRAD_ENABLED:
             return "off" if negated else "on"
         return None
+
+
+def _only_binding(function: FunctionNode, name: str) -> ast.expr | None:
+    """The value a local is bound to, when the def binds it exactly once (not
+    a parameter)."""
+    args = function.args
+    if name in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
+        return None
+    values = [node.value for node in ast.walk(function)
+              if isinstance(node, ast.Assign) and any(
+                  isinstance(t, ast.Name) and t.id == name for t in node.targets)]
+    rebound = any(isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For))
+                  and isinstance(getattr(node, "target", None), ast.Name)
+                  and node.target.id == name for node in ast.walk(function))  # type: ignore[union-attr]
+    return values[0] if len(values) == 1 and not rebound else None
+
+
+def _expects_error(expr: ast.expr) -> bool:
+    """`pytest.raises(...)`, `self.assertRaises(...)`: the block is meant to fail."""
+    call = expr if isinstance(expr, ast.Call) else None
+    func = call.func if call is not None else None
+    name = func.attr if isinstance(func, ast.Attribute) else \
+        func.id if isinstance(func, ast.Name) else None
+    return name in ("raises", "assertRaises", "assertRaisesRegex")
+
+
+def _plain_call(fn: FunctionClass, method: str, call: ast.Call) -> bool:
+    """A direct `forward(None, ...)` of a forward whose ctx parameter is never
+    used: the project calls it as a plain function on purpose, outside
+    autograd (with a ctx it used, the call would raise)."""
+    found = fn.method(method)
+    if method != "forward" or found is None or found.node is None or not call.args or \
+            not (isinstance(call.args[0], ast.Constant) and call.args[0].value is None):
+        return False
+    ctx = fn.ctx_name(found)
+    return ctx is not None and not any(isinstance(n, ast.Name) and n.id == ctx
+                                       for n in ast.walk(found.node)
+                                       if not isinstance(n, ast.arguments))
 
 
 def _terminates(body: list[ast.stmt]) -> bool:
@@ -190,19 +235,28 @@ class UsageChecker(Checker):
                                      called_at_once: _CalledAtOnce) -> None:
         target = function_of(self.project, module, site.scope, call.func)
         if target is not None:
-            autofix = instance_call_to_apply(call) if called_at_once.contains(call) else None
+            # Torch only warns when a Function is instantiated: the defect is
+            # calling the instance (it raises), or passing inputs to the class
+            # (an instance comes back, nothing is computed).
+            at_once = called_at_once.contains(call)
+            if not at_once and not call.args and not call.keywords:
+                return
+            autofix = instance_call_to_apply(call) if at_once else None
+            why = ("which is the legacy API: calling the instance raises" if at_once else
+                   "which returns an instance of the class instead of computing anything")
             self.reporter.add("AGF105", call, function=target.name, name=target.name,
                               autofix=autofix,
                               what=f"`{source_text(call.func)}(...)` instantiates a Function,",
-                              why="which is the legacy API (deprecated; calling the instance "
-                                  "raises)")
+                              why=why)
             return
         func = call.func
         if not (isinstance(func, ast.Attribute) and func.attr in _DIRECT_METHODS):
             return
         target = function_of(self.project, module, site.scope, func.value)
-        if target is None or site.in_function_class or site.grad_off:
+        if target is None or site.in_function_class or site.grad_off or site.expects_error:
             return
+        if _plain_call(target, func.attr, call):
+            return  # `Fn.forward(None, x)` of a forward that never touches ctx: a plain function
         self.reporter.add("AGF105", call, function=target.name, name=target.name,
                           what=f"`{source_text(func)}(...)` runs {func.attr} directly,",
                           why="so autograd records nothing and gradients silently stop here")

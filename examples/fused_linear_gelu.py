@@ -27,3 +27,7 @@ class FusedLinearGelu(torch.autograd.Function):
         # Bug: forward takes 4 inputs, so autograd expects 4 gradients; this
         # fails as soon as a caller passes the optional bias.
         return grad_x, grad_w
+
+
+def fused_linear_gelu(x, weight, bias=None):
+    return FusedLinearGelu.apply(x, weight, bias)

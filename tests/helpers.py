@@ -87,6 +87,11 @@ def lint_tree(root: Path, codes: Iterable[str] | None = None, *,
     return result.findings
 
 
+# A configuration that turns on AGF001, the finding of `leaky_function`: the
+# rule is pedantic, off by default.
+PEDANTIC_AGF001 = '[tool.autograd-lint]\nextend-select = ["AGF001"]\n'
+
+
 def leaky_function(name: str = "Leaky") -> str:
     """A Function class that stores its input on ctx (AGF001 on line 4 of it)."""
     return textwrap.dedent(f'''\

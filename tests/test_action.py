@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .helpers import ROOT, clean_copy, leaky_function
+from .helpers import PEDANTIC_AGF001, ROOT, clean_copy, leaky_function
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 STEPS: list[dict] = ACTION["runs"]["steps"]
@@ -211,10 +211,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Runner:
 @pytest.fixture
 def action(installed: Runner, tmp_path: Path):
     """Run the steps after the install with these inputs, in a workspace with
-    a leaky Function (AGF001 at ops.py:7) and a clean module."""
+    a leaky Function (AGF001 at ops.py:7, turned on by the project) and a
+    clean module."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    (workspace / "pyproject.toml").write_text("[tool.autograd-lint]\n")
+    (workspace / "pyproject.toml").write_text(PEDANTIC_AGF001)
     (workspace / "ops.py").write_text("import torch\n\n\n" + leaky_function())
     (workspace / "clean.py").write_text(CLEAN)
 

@@ -15,7 +15,14 @@ import pytest
 
 from autograd_lint.cli import main
 
-from .helpers import check_isolated as run
+from .helpers import PEDANTIC_AGF001, check_isolated
+
+# BUGGY's findings are AGF001's, a pedantic rule: the project turns it on.
+WITH_AGF001 = ("--extend-select", "AGF001")
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    return check_isolated(capsys, *WITH_AGF001, *args)
 
 BUGGY = textwrap.dedent('''\
     import torch
@@ -39,6 +46,7 @@ BUGGY = textwrap.dedent('''\
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "ops.py").write_text(BUGGY, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(PEDANTIC_AGF001, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -157,9 +165,11 @@ def test_unused_noqa_ignores_codes_of_rules_not_selected(project: Path, capsys) 
             def backward(ctx, grad):
                 return grad * 2
         '''), encoding="utf-8")
-    code, _, _ = run(capsys, "ops.py", "--select", "AGF1,AGF901")
+    code, _, _ = check_isolated(capsys, "ops.py", "--select", "AGF1,AGF901")
     assert code == 0  # AGF001 is not selected: its code is not judged
-    code, out, _ = run(capsys, "ops.py", "--extend-select", "AGF901")
+    code, _, _ = check_isolated(capsys, "ops.py", "--extend-select", "AGF901")
+    assert code == 0  # nor when it is off by default (pedantic)
+    code, out, _ = check_isolated(capsys, "ops.py", "--extend-select", "AGF901,AGF001")
     assert code == 1 and "unused `noqa` code AGF001" in out
 
 

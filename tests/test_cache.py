@@ -14,7 +14,7 @@ from autograd_lint import scan as scan_module
 from autograd_lint.cache import CACHE_DIR
 from autograd_lint.cli import main
 
-from .helpers import forbid_analysis, leaky_function
+from .helpers import PEDANTIC_AGF001, forbid_analysis, leaky_function
 
 LEAKY = "import torch\n\n\n" + leaky_function()
 
@@ -58,7 +58,7 @@ def test_a_new_file_that_matters_invalidates(project: Path, capsys) -> None:
 def test_settings_are_part_of_the_key(project: Path, capsys) -> None:
     assert ("ops.py", 7, "AGF001") in check(capsys)
     assert check(capsys, "--ignore", "AGF001", "--ignore", "AGF301") == []
-    (project / "pyproject.toml").write_text('[tool.autograd-lint]\nignore = ["AGF301"]\n')
+    (project / "pyproject.toml").write_text(PEDANTIC_AGF001 + 'ignore = ["AGF301"]\n')
     assert [row[2] for row in check(capsys)] == ["AGF001"]
 
 
@@ -181,7 +181,7 @@ def test_relevance_is_reused_until_a_file_changes(project: Path, capsys, monkeyp
     judged = []
     real_judge = relevance.judge
     monkeypatch.setattr(relevance, "judge", lambda *a, **k: judged.append(1) or real_judge(*a, **k))
-    (project / "pyproject.toml").write_text('[tool.autograd-lint]\nignore = ["AGF008"]\n')
+    (project / "pyproject.toml").write_text(PEDANTIC_AGF001 + 'ignore = ["AGF008"]\n')
     assert check(capsys) == first and judged == []  # new settings, same files: not judged
     # An edit that leaves the file's scan as it was: only that file is judged again.
     (project / "helpers.py").write_text("def add(a, b):\n    return b + a\n")

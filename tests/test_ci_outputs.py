@@ -30,7 +30,8 @@ BUGGY = textwrap.dedent('''\
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["check", "--isolated", "--no-cache", *args])
+    # BUGGY's findings, AGF001 and AGF006, are pedantic (off by default).
+    code = main(["check", "--isolated", "--no-cache", "--extend-select", "AGF001,AGF006", *args])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

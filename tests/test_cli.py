@@ -13,7 +13,7 @@ import pytest
 
 from autograd_lint.cli import main
 
-from .helpers import ROOT
+from .helpers import PEDANTIC_AGF001, ROOT
 
 LEAKY = textwrap.dedent('''\
     import torch
@@ -29,9 +29,13 @@ LEAKY = textwrap.dedent('''\
         @staticmethod
         def backward(ctx, g):
             return g * ctx.y.data
+
+
+    def leaky(x):
+        return Leaky.apply(x, 3)
     ''')
-# Findings in LEAKY: AGF001 line 7, AGF002 line 8, AGF101 line 13; AGF008 (pedantic, off
-# by default) line 13.
+# Findings in LEAKY: AGF002 line 8, AGF101 line 13; AGF001 line 7 and AGF008 line 13 are
+# pedantic, off by default: the `tree` project turns AGF001 on in its configuration.
 CLEAN = textwrap.dedent('''\
     import torch
 
@@ -58,7 +62,9 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A small project: one buggy module, one clean one, and noise to skip."""
+    """A small project that turns AGF001 on: one buggy module, one clean one,
+    and noise to skip."""
+    (tmp_path / "pyproject.toml").write_text(PEDANTIC_AGF001)
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "leaky.py").write_text(LEAKY)
     (tmp_path / "pkg" / "clean.py").write_text(CLEAN)
@@ -139,7 +145,7 @@ def test_explicit_files_are_checked_unless_force_exclude(tree: Path, capsys) -> 
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["--select", "AGF001"], {"AGF001"}),
-    (["--select", "AGF0"], {"AGF001", "AGF002"}),
+    (["--select", "AGF0"], {"AGF002"}),  # a prefix selects no opt-in rule
     (["--extend-select", "pedantic"], {"AGF001", "AGF002", "AGF008", "AGF101"}),
     (["--select", "AGF001,AGF101"], {"AGF001", "AGF101"}),
     (["--select", "AGF001", "--select", "AGF101"], {"AGF001", "AGF101"}),
@@ -301,7 +307,8 @@ def test_server_without_pygls_is_a_one_line_error(monkeypatch, capsys) -> None:
 def test_a_symlink_loop_reports_each_file_once(tree: Path, capsys) -> None:
     (tree / "pkg" / "up").symlink_to(tree, target_is_directory=True)
     (tree / "pkg" / "again").symlink_to(tree / "pkg", target_is_directory=True)
-    code, out, err = run(capsys, "check", "--isolated", "--no-cache", "--format", "json", ".")
+    code, out, err = run(capsys, "check", "--isolated", "--no-cache", "--format", "json",
+                         "--extend-select", "AGF001", ".")
     assert code == 1 and err == ""
     paths = [f["path"] for f in json.loads(out) if f["code"] == "AGF001"]
     assert paths == ["pkg/leaky.py"]
@@ -428,10 +435,11 @@ def test_diff_says_when_only_unsafe_fixes_exist(tmp_path: Path, capsys, monkeypa
                 grad.mul_(2)
                 return grad
         '''))
-    code, out, err = run(capsys, "check", "--isolated", "--no-cache", "--diff", "ops.py")
+    agf006 = ("--extend-select", "AGF006")  # pedantic, off by default
+    code, out, err = run(capsys, "check", "--isolated", "--no-cache", *agf006, "--diff", "ops.py")
     assert code == 0 and out == ""
     assert err == "No safe fixes available (1 with `--diff --unsafe-fixes`).\n"
-    code, out, err = run(capsys, "check", "--isolated", "--no-cache", "--diff",
+    code, out, err = run(capsys, "check", "--isolated", "--no-cache", *agf006, "--diff",
                          "--unsafe-fixes", "ops.py")
     assert code == 1 and "grad = grad.clone()" in out and err == "Would fix 1 finding.\n"
 
@@ -440,7 +448,8 @@ def test_baseline_run_says_how_many_it_hid(tree: Path, capsys) -> None:
     run(capsys, "check", "--isolated", "--no-cache", "--write-baseline", "base.json", "pkg")
     code, out, _ = run(capsys, "check", "--isolated", "--no-cache", "--baseline", "base.json",
                        "--format", "concise", "pkg")
-    assert code == 0 and out.splitlines()[-1] == "3 findings hidden by the baseline base.json."
+    # (--isolated: AGF001, which the project's configuration turns on, is off)
+    assert code == 0 and out.splitlines()[-1] == "2 findings hidden by the baseline base.json."
 
 
 def test_a_mistyped_command_is_named(capsys, tmp_path, monkeypatch) -> None:

@@ -18,6 +18,9 @@ from autograd_lint.engine import SourceInput, lint_inputs
 from .helpers import CUBE_AND_BASE as FUNCTIONS
 from .helpers import DEFAULT_CODES, write_tricky_project
 
+# DERIVED's finding, AGF001, is pedantic: the project turns it on.
+CODES = DEFAULT_CODES | {"AGF001"}
+
 USE = "from fns import Base, Cube\n\n\ndef cube(x):\n    return Cube.apply(x)\n"
 DERIVED = textwrap.dedent('''\
 
@@ -36,7 +39,7 @@ def _never_excluded(path: str, is_dir: bool) -> bool:
 
 def buffer_lint(linter: BufferLinter, path: Path, text: str) -> list[tuple]:
     root = project_root(str(path))
-    result = linter.lint(str(path), text.encode(), DEFAULT_CODES, _never_excluded,
+    result = linter.lint(str(path), text.encode(), CODES, _never_excluded,
                          Path(root or path.parent))
     assert not result.errors, result.errors
     return [(f.line, f.code, f.message) for f in result.findings]
@@ -44,7 +47,7 @@ def buffer_lint(linter: BufferLinter, path: Path, text: str) -> list[tuple]:
 
 def named_file_lint(path: Path, text: str | None = None) -> list[tuple]:
     """What `autograd-lint check FILE` reports for `path` (holding `text`)."""
-    named = SourceInput(str(path), str(path), DEFAULT_CODES, explicit=True,
+    named = SourceInput(str(path), str(path), CODES, explicit=True,
                         text=None if text is None else text.encode())
     seen = {os.path.normpath(str(path))}
     result = lint_inputs([named, *context_inputs([named], _never_excluded, seen)], jobs=1)
@@ -54,7 +57,8 @@ def named_file_lint(path: Path, text: str | None = None) -> list[tuple]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'p'\n\n[tool.autograd-lint]\nextend-select = ['AGF001']\n")
     (tmp_path / "fns.py").write_text(FUNCTIONS)
     (tmp_path / "use.py").write_text(USE)
     return tmp_path

@@ -19,9 +19,9 @@ from autograd_lint.registry import FIX_SAFETY, RULES, default_codes
 HEADER = "import torch\n\n\n"
 
 
-# The rules with safe fixes these tests exercise, whatever their tier (off by default:
-# AGF008 pedantic, AGF103 and AGF213 style).
-FIXABLE = ("--extend-select", "AGF008,AGF103,AGF213")
+# The rules these tests exercise, whatever their tier (off by default: AGF001, AGF006
+# and AGF008 pedantic, AGF103 and AGF213 style).
+FIXABLE = ("--extend-select", "AGF001,AGF006,AGF008,AGF103,AGF213")
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -113,7 +113,7 @@ CASES = {
         class Triple(torch.autograd.Function):
             @staticmethod
             def forward(ctx, x):
-                return x * 3  # noqa: AGF001, E501
+                return x * 3  # noqa: AGF002, E501
 
             @staticmethod
             def backward(ctx, grad):
@@ -188,6 +188,10 @@ def test_agf101_pads_with_none_only_inputs_that_cannot_need_a_gradient(
             @staticmethod
             def backward(ctx, grad):
                 return grad
+
+
+        def add(x):
+            return Add.apply(x, True)  # a call passes every input
         '''))
     _, out, _ = run(capsys, "--select", "AGF101", str(path))
     assert "AGF101" in out

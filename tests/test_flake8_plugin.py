@@ -24,7 +24,14 @@ BUGGY = "import torch\n\n\n" + leaky_function("Leaky") + textwrap.dedent('''\
         def backward(ctx, grad):
             grad.mul_(2)
             return grad.data
+
+
+    def scaled(x):
+        return Scaled()(x)
     ''')
+# BUGGY's findings: AGF105 (correctness, on by default) at line 25; AGF001 at 7:9
+# and AGF006 at 20 are pedantic (off by default): the tests turn them on.
+PEDANTIC = ("--extend-select", "AGF001,AGF006")
 
 
 def flake8(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -45,16 +52,16 @@ def reported(proc: subprocess.CompletedProcess[str]) -> list[tuple[int, int, str
 
 def test_findings_match_the_cli_with_flake8_columns(tmp_path: Path) -> None:
     (tmp_path / "ops.py").write_text(BUGGY)
-    proc = flake8(tmp_path, "--select", "AGF", "ops.py")
+    proc = flake8(tmp_path, "--select", "AGF", *PEDANTIC, "ops.py")
     assert proc.returncode == 1, proc.stderr
-    # `--select AGF` is every rule but the opt-in (info) ones, as `--select AGF`
-    # is in the command line.
+    # `--select AGF` is every rule but the opt-in ones, as `--select AGF` is in
+    # the command line; `--extend-select` names opt-in ones in both.
     cli = subprocess.run([sys.executable, "-m", "autograd_lint", "check", "--format", "json",
-                          "--isolated", "--no-cache", "--select", "AGF", "ops.py"],
+                          "--isolated", "--no-cache", "--select", "AGF", *PEDANTIC, "ops.py"],
                          cwd=tmp_path, capture_output=True, text=True)
     expected = [(f["line"], f["column"] + 1, f["code"]) for f in json.loads(cli.stdout)]
     assert sorted(reported(proc)) == sorted(expected)
-    assert {code for _, _, code in expected} == {"AGF001", "AGF006"}
+    assert {code for _, _, code in expected} == {"AGF001", "AGF006", "AGF105"}
     # flake8's 1-based column points at `ctx.x` (5 spaces of indentation in the file).
     assert (7, 9, "AGF001") in reported(proc)
     assert "ops.py:7:9: AGF001 `ctx.x` holds" in proc.stdout
@@ -70,39 +77,42 @@ def test_noqa_is_flake8s(tmp_path: Path) -> None:
     source = BUGGY.replace("ctx.x = x", "ctx.x = x  # noqa: AGF001") \
                   .replace("grad.mul_(2)", "grad.mul_(2)  # noqa: E501")
     (tmp_path / "ops.py").write_text(source)
-    codes = [code for _, _, code in reported(flake8(tmp_path, "--select", "AGF", "ops.py"))]
+    codes = [code for _, _, code in reported(flake8(tmp_path, "--select", "AGF", *PEDANTIC,
+                                                    "ops.py"))]
     assert "AGF001" not in codes
     assert "AGF006" in codes  # a noqa for another code leaves it
     (tmp_path / "ops.py").write_text("# autograd-lint: noqa\n" + BUGGY)
-    assert reported(flake8(tmp_path, "--select", "AGF", "ops.py")) == []
+    assert reported(flake8(tmp_path, "--select", "AGF", *PEDANTIC, "ops.py")) == []
 
 
 def test_flake8_configuration_applies(tmp_path: Path) -> None:
     (tmp_path / "ops.py").write_text(BUGGY)
     (tmp_path / "setup.cfg").write_text(
-        "[flake8]\nselect = AGF\nextend-ignore = AGF008,AGF204,AGF3\nper-file-ignores =\n"
+        "[flake8]\nselect = AGF\nextend-select = AGF001,AGF006\n"
+        "extend-ignore = AGF008,AGF204,AGF3\nper-file-ignores =\n"
         "    legacy/*.py: AGF\n")
     (tmp_path / "legacy").mkdir()
     (tmp_path / "legacy" / "old.py").write_text(BUGGY)
     proc = flake8(tmp_path, ".")
     codes = sorted(code for _, _, code in reported(proc))
-    assert codes == ["AGF001", "AGF006"], proc.stdout
-    assert "legacy" not in proc.stdout
+    assert codes == ["AGF001", "AGF006", "AGF105"], proc.stdout
+    assert "legacy/" not in proc.stdout
 
 
 def test_info_rules_are_ignored_until_selected(tmp_path: Path) -> None:
     assert set(DEFAULT_IGNORED) == {r.code for r in all_rules() if not r.default}
     (tmp_path / "ops.py").write_text(BUGGY)
     quiet = flake8(tmp_path, "ops.py")
-    assert "AGF303" not in quiet.stdout and "AGF001" in quiet.stdout
+    assert "AGF303" not in quiet.stdout and "AGF001" not in quiet.stdout
+    assert "AGF105" in quiet.stdout
     # Prefixes, as in the documented commands, keep them off.
     for selectors in (("--extend-select", "AGF"), ("--select", "AGF"),
                       ("--extend-select", "AGF0,AGF1,AGF2,AGF3")):
         assert "AGF303" not in flake8(tmp_path, *selectors, "ops.py").stdout
     loud = flake8(tmp_path, "--extend-select", "AGF303", "ops.py")
     assert "AGF303" in loud.stdout
-    listed = flake8(tmp_path, "--select", "E9,AGF0,AGF303", "ops.py")
-    assert "AGF303" in listed.stdout and "AGF001" in listed.stdout
+    listed = flake8(tmp_path, "--select", "E9,AGF1,AGF303", "ops.py")
+    assert "AGF303" in listed.stdout and "AGF105" in listed.stdout
 
 
 def test_syntax_errors_are_flake8s_e999_only(tmp_path: Path) -> None:

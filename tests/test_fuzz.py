@@ -444,4 +444,4 @@ def test_a_form_feed_line_does_not_shift_the_lines_calls_are_read_from(tmp_path:
     assert disagreement(text, tmp_path) is None
     named = lint_inputs([SourceInput(tmp_path / "mutant.py", str(tmp_path / "mutant.py"),
                                      frozenset({"AGF105"}), explicit=True)], jobs=1)
-    assert [f.line for f in named.findings] == [19, 23, 27, 30]
+    assert [f.line for f in named.findings] == [19, 23, 27, 31]

@@ -182,7 +182,7 @@ def test_a_new_attribute_reference_is_judged_without_the_whole_tree(
     monkeypatch.setattr(relevance, "judge", lambda *a, **k: judged.append(1) or real(*a, **k))
     app = project / "app.py"
     # The same imports, a new use: only app.py's own part of the judgement changes.
-    app.write_text(app.read_text().replace("return x", "return pkg.base.Base.forward(None, x, x)"))
+    app.write_text(app.read_text().replace("return x", "return pkg.base.Base.backward(None, x)"))
     incremental = run(capsys)
     assert judged == []
     assert ("app.py", 6, "AGF105") in rows(incremental)

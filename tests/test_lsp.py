@@ -99,9 +99,10 @@ async def stop(client: LanguageClient) -> None:
     await client.stop()
 
 
-# The rules with safe fixes these tests exercise are off by default (AGF008 pedantic,
-# AGF103 and AGF213 style): a project turns them on.
-FIXABLE_RULES = '[tool.autograd-lint]\nextend-select = ["AGF008", "AGF103", "AGF213"]\n'
+# The rules these tests exercise are off by default (AGF001 and AGF008 pedantic, AGF103
+# and AGF213 style, the last three with safe fixes): a project turns them on.
+FIXABLE_RULES = \
+    '[tool.autograd-lint]\nextend-select = ["AGF001", "AGF008", "AGF103", "AGF213"]\n'
 
 
 def select_fixable(root: Path, *, ignore: str = "") -> None:
@@ -231,6 +232,7 @@ def test_the_edited_code_is_never_executed(tmp_path: Path) -> None:
     source = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n" + BUGGY
     uri = (tmp_path / "ops.py").as_uri()
     (tmp_path / "ops.py").write_text(source)
+    select_fixable(tmp_path)
 
     async def body(session: Session) -> None:
         open_document(session, uri, source)
@@ -243,7 +245,7 @@ def test_the_edited_code_is_never_executed(tmp_path: Path) -> None:
 def test_a_bad_configuration_is_shown_once_and_the_server_stays_up(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.autograd-lint]\nselect = ["AGF999"]\n')
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "pyproject.toml").write_text("[tool.autograd-lint]\n")
+    (tmp_path / "sub" / "pyproject.toml").write_text(FIXABLE_RULES)
     bad, good = (tmp_path / "ops.py").as_uri(), (tmp_path / "sub" / "ops.py").as_uri()
 
     async def body(session: Session) -> None:
@@ -396,9 +398,9 @@ def test_configuration_changes_are_read_without_a_restart(tmp_path: Path) -> Non
         config.write_text('[tool.autograd-lint]\nselect = ["AGF103"]\n')
         replace_all(session, uri, BUGGY, BUGGY + "\n", 2)
         assert {d.code for d in await session.next_diagnostics()} == {"AGF103"}
-        config.unlink()  # back to the defaults: the correctness tier
+        config.unlink()  # back to the defaults: the correctness tier, none of BUGGY's
         replace_all(session, uri, BUGGY + "\n", BUGGY, 3)
-        assert {d.code for d in await session.next_diagnostics()} == {"AGF001"}
+        assert {d.code for d in await session.next_diagnostics()} == set()
 
     run_session(tmp_path, body)
 
@@ -750,6 +752,8 @@ def test_fix_all_skips_unsafe_fixes_and_offers_nothing_without_safe_ones(
                          .replace("saved_variables", "saved_tensors") \
                          .replace("Scale()(x, factor)", "Scale.apply(x, factor)")
     uri = (tmp_path / "ops.py").as_uri()
+    (tmp_path / "pyproject.toml").write_text(  # AGF006 is pedantic
+        '[tool.autograd-lint]\nextend-select = ["AGF006"]\n')
 
     async def body(session: Session) -> None:
         open_document(session, uri, only_unsafe)

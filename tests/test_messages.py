@@ -32,7 +32,7 @@ def test_agf001_is_an_error_for_inputs_and_outputs_and_a_warning_otherwise() -> 
             @staticmethod
             def backward(ctx, g):
                 return g * ctx.y
-        '''))
+        '''), DEFAULT_CODES | {"AGF001"})
     by_attr = {f.message.split("`")[1]: f for f in findings if f.code == "AGF001"}
     assert by_attr["ctx.x"].severity == "error" and "input `x`" in by_attr["ctx.x"].message
     assert by_attr["ctx.y"].severity == "error" and "output `y`" in by_attr["ctx.y"].message
@@ -57,7 +57,7 @@ def test_agf001_names_the_tensor_of_a_tuple_and_a_contiguous_input() -> None:
             @staticmethod
             def backward(ctx, g):
                 return g * ctx.flat, None
-        '''))
+        '''), DEFAULT_CODES | {"AGF001"})
     by_attr = {f.message.split("`")[1]: f for f in findings if f.code == "AGF001"}
     assert by_attr["ctx.pair"].severity == "warning" and "input `n`" not in \
         by_attr["ctx.pair"].message
@@ -92,6 +92,9 @@ def test_agf101_message_names_inputs_and_optional_ones() -> None:
             @staticmethod
             def backward(ctx, g):
                 return g, g
+
+        def linear(x, weight, bias):
+            return F.apply(x, weight, bias)
         ''', "AGF101")
     assert "returns 2 gradients but forward takes 3 inputs (`x`, `weight`, `bias`)" in \
         finding.message

@@ -70,7 +70,7 @@ TWO_PACKAGES = {
     "a/main.py": '''\
         from pkg.ce import F
 
-        layer = F()  # expect: AGF105
+        layer = F(2)  # expect: AGF105
         ''',
     "b/pkg/__init__.py": "from .ce import F as F\n",
     "b/pkg/ce.py": FLAT_B,
@@ -292,9 +292,10 @@ def expected(root: Path) -> Counter[tuple[str, int, str]]:
 
 
 def check(root: Path, capsys: pytest.CaptureFixture[str], *args: str) -> Counter:
-    # The scenarios expect AGF106 and AGF301, which are off by default (pedantic, coverage).
+    # The scenarios expect AGF001, AGF006, AGF106 (pedantic) and AGF301 (coverage),
+    # which are off by default.
     code = main(["check", str(root), "--isolated", "--format", "json",
-                 "--extend-select", "AGF106,AGF301", *args])
+                 "--extend-select", "AGF001,AGF006,AGF106,AGF301", *args])
     out = capsys.readouterr()
     assert code in (0, 1), out.err
     return Counter((Path(f["path"]).relative_to(root).as_posix(), f["line"], f["code"])
@@ -426,7 +427,7 @@ def test_a_new_file_that_takes_an_imported_module_name_invalidates(tmp_path: Pat
     """b/use.py's `from ce import Fn` reaches a's Function until b gets a
     `ce` of its own, which is no Function and matters to no rule by itself."""
     write_tree(tmp_path, {"a/ce.py": FLAT_A.replace("class F(", "class Fn("),
-                          "b/use.py": "from ce import Fn\n\nlayer = Fn()\n"})
+                          "b/use.py": "from ce import Fn\n\nlayer = Fn(1)\n"})
     args = ["--ignore", "AGF301", "--cache-dir", str(tmp_path / "cache")]
     assert ("b/use.py", 3, "AGF105") in check(tmp_path, capsys, *args)
     (tmp_path / "b/ce.py").write_text("def Fn():\n    return 1\n")

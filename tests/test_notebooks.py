@@ -48,7 +48,10 @@ def write_notebook(path: Path, *cells: str | tuple[str, str],
 
 
 def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["check", "--isolated", "--no-cache", *args])
+    # CUBE's findings, AGF001 and AGF006, are pedantic (off by default): on,
+    # unless the test selects its own rules.
+    pedantic = [] if "--select" in args else ["--extend-select", "AGF001,AGF006"]
+    code = main(["check", "--isolated", "--no-cache", *pedantic, *args])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -126,7 +129,7 @@ def test_readme_examples_in_a_notebook_match_the_py_files(tmp_path: Path, capsys
         shown = [line.partition(" [")[0] for line in text.splitlines() if ": AGF" in line]
         assert shown == [f"{notebook}:cell {f['cell']}:{f['line']}:{f['column'] + 1}: "
                          f"{f['code']}" for f in found]
-    assert compared >= 8  # the README's sample: 8 findings in 2 files
+    assert compared >= 8  # the examples with AGF001 and AGF006 on: 8 findings in 2 files
 
 
 def test_a_message_naming_a_line_names_its_cell(tmp_path: Path, capsys) -> None:
@@ -363,7 +366,8 @@ def test_notebooks_under_a_folder_are_found_as_py_files_are(tmp_path: Path, caps
 
 
 def test_the_cache_keys_on_the_notebook(tmp_path: Path, capsys, monkeypatch) -> None:
-    (tmp_path / "pyproject.toml").write_text("[tool.autograd-lint]\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.autograd-lint]\nextend-select = ["AGF001", "AGF006"]\n')
     path = write_notebook(tmp_path / "nb" / "a.ipynb", "import torch", CUBE)
     monkeypatch.chdir(tmp_path)
 

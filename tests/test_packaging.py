@@ -50,7 +50,7 @@ def test_wheel_layout_and_installed_behaviour(tmp_path: Path) -> None:
     check = subprocess.run(
         [sys.executable, "-S", "-m", "autograd_lint", "check", str(ROOT / "examples")],
         capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert check.returncode == 1 and "AGF001" in check.stdout, check.stderr
+    assert check.returncode == 1 and "AGF101" in check.stdout, check.stderr
 
 
 TRITON_ON_CPU = r'''

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 import yaml
 
-from .helpers import ROOT, clean_copy, leaky_function
+from .helpers import PEDANTIC_AGF001, ROOT, clean_copy, leaky_function
 
 PRE_COMMIT = shutil.which("pre-commit", path=os.path.dirname(sys.executable))
 
@@ -59,6 +59,7 @@ def test_precommit_fails_on_a_buggy_file_and_passes_on_a_clean_one(
     (project / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {hook_path.as_uri()}\n    rev: {rev}\n"
         "    hooks:\n      - id: autograd-lint\n")
+    (project / "pyproject.toml").write_text(PEDANTIC_AGF001)  # the hook reads it
     (project / "ops.py").write_text("import torch\n\n\n" + leaky_function("Leaky"))
     (project / "notes.txt").write_text("ctx.x = x  # not Python: the hook must not see it\n")
     notebook = nbformat.v4.new_notebook()

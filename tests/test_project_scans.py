@@ -24,11 +24,12 @@ LIBRARY = textwrap.dedent('''\
     class {name}(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x):
+            ctx.scale = 2  # a forward that uses ctx: forward(None, x) raises
             return x * 2
 
         @staticmethod
         def backward(ctx, grad):
-            return grad * 2
+            return grad * ctx.scale
     ''')
 
 

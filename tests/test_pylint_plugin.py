@@ -28,7 +28,13 @@ BUGGY = "import torch\n\n\n" + leaky_function("Leaky") + textwrap.dedent('''\
         @staticmethod
         def backward(ctx, grad):
             return grad * 2, None
+
+
+    def legacy(x):
+        return Legacy(x)
     ''')
+# BUGGY's findings: AGF105 at line 25 (correctness, on by default); AGF001 at 7
+# (pedantic), AGF103 at 16 and AGF303 at 4 and 15 (style) are off by default.
 
 
 def pylint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -42,7 +48,7 @@ class TestCtxStateChecker(CheckerTestCase):
 
     def test_reports_the_engines_finding_at_its_range(self) -> None:
         module = astroid.parse(BUGGY, module_name="ops")
-        [finding] = [f for f in lint_source(BUGGY, "ops.py") if f.code == "AGF001"]
+        [finding] = lint_source(BUGGY, "ops.py", {"AGF001"})  # pedantic: off by default
         forward = module["Leaky"]["forward"]  # pylint's `obj`: Leaky.forward
         with self.assertAddsMessages(MessageTest(
                 msg_id="ctx-tensor-attribute", line=7, node=forward, args=(finding.message,),
@@ -62,11 +68,15 @@ class TestStructureChecker(CheckerTestCase):
 
     def test_reports_only_its_own_codes(self) -> None:
         module = astroid.parse(BUGGY, module_name="ops")
-        [finding] = [f for f in lint_source(BUGGY, "ops.py", {"AGF103"}) if f.code == "AGF103"]
+        [finding] = lint_source(BUGGY, "ops.py", {"AGF103"})
+        [instantiated] = lint_source(BUGGY, "ops.py", {"AGF105"})
         with self.assertAddsMessages(MessageTest(
                 msg_id="not-staticmethod", line=finding.line, node=module["Legacy"]["forward"],
                 args=(finding.message,),
-                col_offset=4, end_line=finding.line, end_col_offset=15),
+                col_offset=4, end_line=finding.line, end_col_offset=15), MessageTest(
+                msg_id="function-instantiated", line=instantiated.line, node=module,
+                args=(instantiated.message,), col_offset=11, end_line=instantiated.line,
+                end_col_offset=20),
                 ignore_position=False):
             self.checker.visit_module(module)
 
@@ -146,7 +156,7 @@ def test_severity_and_obj_match_the_command_line(tmp_path: Path) -> None:
                          "ops.py")
     assert "W7151" not in only_errors.stdout and "9:E7101" in only_errors.stdout
     cli = subprocess.run([sys.executable, "-m", "autograd_lint", "check", "--isolated",
-                          "--no-cache", "--format", "json", "ops.py"],
+                          "--no-cache", "--format", "json", "--extend-select", "AGF001", "ops.py"],
                          cwd=tmp_path, capture_output=True, text=True)
     assert '"severity": "warning"' in cli.stdout and '"severity": "error"' in cli.stdout
 
@@ -169,8 +179,9 @@ def test_a_linted_module_shadowing_the_standard_library_is_never_imported(
 def test_info_rules_need_enabling(tmp_path: Path) -> None:
     (tmp_path / "ops.py").write_text(BUGGY)
     default = pylint(tmp_path, "ops.py")
-    assert "(ctx-tensor-attribute)" in default.stdout
+    assert "(function-instantiated)" in default.stdout
     assert "ctx-style-not-functorch" not in default.stdout
+    assert "(ctx-tensor-attribute)" not in default.stdout  # pedantic
     enabled = pylint(tmp_path, "--enable=ctx-style-not-functorch", "ops.py")
     assert "C7403" in enabled.stdout and "(ctx-style-not-functorch)" in enabled.stdout
 

@@ -115,5 +115,9 @@ class Binder(Recorder):
                 self.bind(target, elem, state, stmt, None)
             return
         element = element_of(value)
+        if len(targets) > 1 and len(element.roots) > 1:
+            # `p, g = chunk` of a layout not known: each name is one of the
+            # roots, none knows which; an alias needs a path (RULES.md).
+            element = replace(element, roots=frozenset(), view=False)
         for target in targets:
             self.bind(target, element, state, stmt, None)

@@ -92,6 +92,10 @@ class CalleeEffects(Recorder):
             if write.name not in bound:
                 continue
             target, value = bound[write.name]
+            if not write.certain and (value.seq or value.kind in (Kind.TENSORS, Kind.TENSORISH)):
+                # `d[key] = v` in the helper stores into a container's slot:
+                # no tensor the container holds changes (RULES.md, "Must, not may").
+                continue
             if summary.kernel:
                 how = (f"`{summary.callee}[...]()` launch (the kernel stores into its "
                        f"`{write.name}`)")

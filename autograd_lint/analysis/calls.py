@@ -52,6 +52,7 @@ _AMBIGUOUS_METHODS = frozenset({
     "take", "item", "tolist", "std", "var", "prod", "cumsum", "cumprod", "dot",
     "nonzero", "trace", "clip", "argmax", "argmin", "argsort", "sort", "flatten",
     "diagonal", "transpose", "squeeze", "mean", "reshape", "astype", "fill",
+    "requires_grad_", "backward",  # nn.Module and duck-typed wrappers have these too
 })
 EVIDENCE_METHODS = (api.TENSOR_METHODS | api.VIEW_METHODS | api.STRONG_TENSOR_METHODS
                     | api.SEQUENCE_METHODS) - _AMBIGUOUS_METHODS
@@ -141,7 +142,8 @@ class CallInterpreter(Recorder):
             self._record(CtxEscape(node, f"stored in `{ast.unparse(func.value)}`"))
         if receiver.seq:
             return self._container_call(node, func, receiver, args, state)
-        if name in EVIDENCE_METHODS or (name.endswith("_") and not name.startswith("__")):
+        if name in EVIDENCE_METHODS or (name.endswith("_") and not name.startswith("__")
+                                        and name not in _AMBIGUOUS_METHODS):
             self._evidence(receiver)
         if name in api.TENSOR_ARGUMENTS_OF_METHODS and (
                 receiver.kind is Kind.TENSOR or name not in _AMBIGUOUS_METHODS):
@@ -319,8 +321,8 @@ class CallInterpreter(Recorder):
                 Value(Kind.TENSORISH)
         if qualified == "torch.where" and len(args) == 1:
             return Value(Kind.TENSORS, seq=True)
-        if api.is_tensor_class(qualified):
-            return Value(Kind.TENSOR)
+        if api.is_tensor_class(qualified):  # `torch.cuda.IntTensor(...)` holds integers
+            return Value(Kind.TENSOR, integral=last in _INTEGRAL_TENSOR_CLASSES)
         if api.is_unknown_namespace(qualified):
             return UNKNOWN
         namespace = api.namespace_of(qualified)
@@ -328,8 +330,19 @@ class CallInterpreter(Recorder):
             integral = f"torch.{last}" in api.INTEGRAL_FUNCTIONS or _integral_dtype_kw(node) or \
                 (last.endswith("_like") and first.integral and "dtype" not in kwargs)
             return Value(Kind.TENSOR, integral=integral,
-                         scalar=_scalar_function(node, qualified, last, args, kwargs))
+                         scalar=_scalar_function(node, qualified, last, args, kwargs),
+                         detached=_fresh_leaf(node, qualified))
         return UNKNOWN
+
+
+def _fresh_leaf(node: ast.Call, qualified: str) -> bool:
+    """`torch.tensor(data)` copies its data into a new tensor with no autograd
+    history (a tensor given to it is copied detached), unless it is asked
+    for `requires_grad=True`."""
+    return qualified == "torch.tensor" and not any(
+        kw.arg == "requires_grad" and not (isinstance(kw.value, ast.Constant)
+                                           and kw.value.value is False)
+        for kw in node.keywords)
 
 
 def _scalar_method(name: str, receiver: Value, args: list[Value],
@@ -399,6 +412,8 @@ _LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clea
                             "reverse"})
 
 _FLOAT_CONVERSIONS = frozenset({"float", "double", "half", "bfloat16"})
+_INTEGRAL_TENSOR_CLASSES = frozenset({"IntTensor", "LongTensor", "ShortTensor", "CharTensor",
+                                      "ByteTensor", "BoolTensor"})
 _FLOAT_RESULTS = frozenset({"mean", "float", "double", "half", "bfloat16", "softmax",
                             "log_softmax", "sigmoid", "exp", "log", "sqrt", "rsqrt", "div",
                             "true_divide", "norm", "var", "std", "tanh"})

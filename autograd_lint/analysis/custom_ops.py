@@ -4,14 +4,15 @@ mutates. The op model (op_model.py) builds on these.
 
 An op is declared by a decorated def (`@torch.library.custom_op("ns::op",
 mutates_args=("x",))`, also `triton_op`) or by a schema string given to
-`define` (`"(Tensor(a!) x) -> ()"`: `!` marks a written argument). A call
-`torch.ops.ns.op(...)` of an op its module declares writes those arguments
-(effects.py).
+`define` (`"(Tensor(a!) x) -> ()"`: `!` marks a written argument). A
+declaration says what the op may write, not what it does (over-declaring is
+legal): a call `torch.ops.ns.op(...)` writes what the decorated def's body
+writes (effects.py), and an op whose body is not in sight writes nothing known.
 """
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..model import FunctionNode, ModuleInfo
@@ -27,7 +28,9 @@ _CUSTOM_OP_DECORATORS = frozenset({"custom_op", "triton_op"})
 @dataclass(frozen=True)
 class CustomOp:
     parameters: tuple[tuple[str, int | None], ...]
-    mutated: frozenset[str]
+    mutated: frozenset[str]  # what it declares it mutates (it may declare more)
+    node: FunctionNode | None = None  # the decorated def, whose body shows what it writes
+    module: ModuleInfo | None = field(default=None, compare=False)  # the def's module
 
 
 def _custom_op_decorator(node: FunctionNode) -> ast.Call | None:
@@ -67,7 +70,8 @@ def declared_ops(module: ModuleInfo, project: Project | None) -> dict[str, Custo
             first = decorator.args[0] if decorator is not None and decorator.args else None
             if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
                     "::" in first.value:
-                ops[first.value] = CustomOp(tuple(parameters_of(node)), declared_mutations(node))
+                ops[first.value] = CustomOp(tuple(parameters_of(node)), declared_mutations(node),
+                                            node, module)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr == "define":
             strings = [a.value for a in node.args

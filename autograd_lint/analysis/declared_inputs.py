@@ -87,7 +87,22 @@ def input_value(arg: ast.arg, default: ast.expr | None, scope) -> Value:
             integral = _integral_annotation(arg.annotation, scope)
         if _strip_optional(arg.annotation)[1]:
             maybe_none = True
+        seq = seq or _container_annotation(arg.annotation)
     return Value(kind, frozenset({root}), None, seq, False, maybe_none, root, integral=integral)
+
+
+_CONTAINERS = frozenset({"tuple", "list", "dict", "Tuple", "List", "Dict", "Sequence",
+                         "Mapping", "MutableSequence", "Iterable"})
+
+
+def _container_annotation(node: ast.expr) -> bool:
+    """`Tuple`, `list[Tensor]`, `Dict[str, Any]`, `Sequence[...]`: a Python
+    container (autograd sees no tensor in it)."""
+    inner, _ = _strip_optional(node)
+    if isinstance(inner, ast.Subscript):
+        inner = inner.value
+    name = inner.attr if isinstance(inner, ast.Attribute) else getattr(inner, "id", None)
+    return name in _CONTAINERS
 
 
 def _integral_annotation(node: ast.expr, scope) -> bool:

@@ -16,8 +16,9 @@ see through it.
   computed (recursion) contributes nothing.
 - A `@triton.jit` kernel: the pointer parameters whose addresses reach a
   store (triton_kernels.py), specialized to each launch's literal arguments.
-- A custom op (`torch.ops.ns.name(...)`): the arguments it declares it
-  mutates (custom_ops.py).
+- A custom op (`torch.ops.ns.name(...)`): what its decorated def's body
+  writes, of the arguments it declares it mutates (custom_ops.py); a
+  declaration alone is no write (over-declaring is legal).
 
 Unknown callees stay opaque: no summary, no finding.
 """
@@ -28,7 +29,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..model import FunctionNode, ModuleInfo, Scope
-from .custom_ops import CustomOp, declared_mutations, declared_ops
+from .custom_ops import CustomOp, declared_ops
 from .events import LeftAutograd, MethodFacts, Mutation, Return
 from .guards import (
     UNCONDITIONAL,
@@ -41,7 +42,7 @@ from .guards import (
 from .interpreter import Interpreter
 from .markers import param_names
 from .summaries import Effect, Leave, Result, Summary, Write
-from .syntax import parameters_of
+from .syntax import is_hashable, parameters_of
 from .triton_kernels import is_kernel, kernel_writes
 from .values import Value
 
@@ -61,12 +62,13 @@ class Effects:
     def __init__(self, project: Project | None) -> None:
         self.project = project
         # Memoised with the files each was computed from (see DependencyLog).
-        self._done: dict[int, tuple[Effect, frozenset[str]]] = {}
+        self._done: dict[object, tuple[Effect, frozenset[str]]] = {}
         self._calls: dict[tuple[int, int, tuple[tuple[int, object], ...]],
                           tuple[Summary | None, frozenset[str]]] = {}
         self._running: set[int] = set()
         self._ops: dict[int, dict[str, CustomOp]] = {}
         self._launches: dict[tuple[int, tuple[tuple[str, object], ...]], tuple[Write, ...]] = {}
+        self._tested: dict[int, frozenset[str]] = {}  # per def: parameters its branches test
 
     # -- call sites ------------------------------------------------------------
     def at_call(self, call: ast.Call, scope: Scope, module: ModuleInfo,
@@ -112,8 +114,8 @@ class Effects:
         kernel = is_kernel(node)
         if kernel != kernel_launch:
             return None  # `kernel(x)` outside a launch, or `f[grid]` of a plain def
-        effect = self._summary(node, owner)
         binding = call_binding(call, node, known)
+        effect = self._summary(node, owner, None if kernel else self._deciding(node, binding))
         writes = self._launch_writes(node, binding) if kernel else effect.writes
         writes = tuple(w for w in writes if not ruled_out(w.when, binding))
         if not writes and not effect.result.whole and not effect.result.elements and \
@@ -164,10 +166,13 @@ class Effects:
         if len(parts) < 4:
             return None
         op = self._ops[key].get(f"{parts[2]}::{parts[3]}") or self._ops[key].get(f"::{parts[3]}")
-        if op is None or not op.mutated:
+        if op is None or op.node is None or op.module is None or not op.mutated:
+            return None  # a schema without its body in sight: nothing known is written
+        # What the body writes (declaring more is legal), of what it declares.
+        writes = tuple(w for w in self._summary(op.node, op.module).writes
+                       if w.name in op.mutated)
+        if not writes:
             return None
-        writes = tuple(Write(position, name, True) for name, position in op.parameters
-                       if name in op.mutated)
         return Summary(ast.unparse(target), False, writes, Result(), op.parameters)
 
     def _launch_writes(self, kernel: FunctionNode, binding: Binding) -> tuple[Write, ...]:
@@ -183,28 +188,43 @@ class Effects:
         return self._launches[key]
 
     # -- summaries -------------------------------------------------------------
-    def _summary(self, node: FunctionNode, module: ModuleInfo) -> Effect:
+    def _deciding(self, node: FunctionNode, binding: Binding) -> dict[str, object] | None:
+        """The literal arguments of a call that decide the helper's branches
+        (`inplace=False` where it tests `if inplace:`): the summary is then
+        the helper's, run with them, so that an alias made only on a branch
+        the call rules out (`out = x if inplace else ...`) writes nothing."""
         key = id(node)
+        if key not in self._tested:
+            self._tested[key] = _tested_names(node)
+        deciding = {name: value for name, value in binding.items()
+                    if name in self._tested[key] and is_hashable(value)}
+        return deciding or None
+
+    def _summary(self, node: FunctionNode, module: ModuleInfo,
+                 decided: dict[str, object] | None = None) -> Effect:
+        key: object = (id(node), tuple(sorted(decided.items()))) if decided else id(node)
         if key in self._done:
             effect, reads = self._done[key]
             self._replay(reads)
             return effect
-        if key in self._running:
+        if id(node) in self._running:
             return Effect()  # recursion: the outer computation sees the rest
-        self._running.add(key)
+        self._running.add(id(node))
         try:
-            self._done[key] = self._remembered(self._effect, node, module)
+            self._done[key] = self._remembered(self._effect, node, module, decided)
         finally:
-            self._running.discard(key)
+            self._running.discard(id(node))
         return self._done[key][0]
 
-    def _effect(self, node: FunctionNode, module: ModuleInfo) -> Effect:
+    def _effect(self, node: FunctionNode, module: ModuleInfo,
+                decided: dict[str, object] | None = None) -> Effect:
         if self.project is not None:
             self.project.read(module)  # the helper's own file
         return Effect(kernel_writes(node)) if is_kernel(node) else \
-            self._python_effect(node, module)
+            self._python_effect(node, module, decided)
 
-    def _python_effect(self, node: FunctionNode, module: ModuleInfo) -> Effect:
+    def _python_effect(self, node: FunctionNode, module: ModuleInfo,
+                       decided: dict[str, object] | None = None) -> Effect:
         parameters = parameters_of(node)
         # Each parameter is a root (for writes and aliases) and a taint (for
         # what the result is computed from) of its own.
@@ -212,7 +232,7 @@ class Effects:
                                taint=frozenset({f"param:{name}"})) for name, _ in parameters}
         inner = module.scopes.get(id(node))
         scope = inner.parent if inner is not None and inner.parent is not None else module.scope
-        facts = Interpreter(module, scope, node, initial, effects=self).run()
+        facts = Interpreter(module, scope, node, initial, effects=self, decided=decided).run()
         guards = statement_guards(node, {name for name, _ in parameters})
         certain: dict[str, bool] = {}
         collective: dict[str, bool] = {}
@@ -223,10 +243,6 @@ class Effects:
                 certain[name] = certain.get(name, False) or mutation.certain_tensor
                 collective[name] = collective.get(name, True) and mutation.collective
                 paths.setdefault(name, set()).add(path)
-        for name in declared_mutations(node):  # a custom op's `mutates_args`
-            certain[name] = True
-            collective[name] = False
-            paths[name] = {()}
         writes = tuple(Write(position, name, certain[name], _alternatives(paths[name]),
                              collective[name])
                        for name, position in parameters if name in certain)
@@ -256,8 +272,8 @@ def _leaves(node: FunctionNode, facts: MethodFacts,
 def _result(returns: list[Return]) -> Result:
     """Which parameters the returned value may alias (see `Result`)."""
     def params(value: Value) -> frozenset[str]:
-        if value.seq and value.elems is None:
-            return frozenset()  # a list built from the arguments: not them
+        if value.seq:
+            return frozenset()  # a list or tuple holding the arguments is not one of them
         return param_names(value.roots)
 
     whole = frozenset().union(*(params(r.value) for r in returns)) if returns else frozenset()
@@ -308,6 +324,13 @@ def _under(statements: list[ast.stmt]) -> Iterator[ast.AST]:
     """Every node of these statements."""
     for statement in statements:
         yield from ast.walk(statement)
+
+
+def _tested_names(node: FunctionNode) -> frozenset[str]:
+    """Names a branch test of the def reads (`if inplace:`, `x if mode else y`)."""
+    return frozenset(n.id for inner in ast.walk(node)
+                     if isinstance(inner, (ast.If, ast.IfExp, ast.While))
+                     for n in ast.walk(inner.test) if isinstance(n, ast.Name))
 
 
 def _alternatives(paths: set[Path]) -> tuple[Path, ...]:

@@ -25,7 +25,7 @@ from .values import (
     join,
     tuple_of,
 )
-from .walker import State, join_states
+from .walker import State, assume, join_states
 
 
 class ExpressionEvaluator(Recorder):
@@ -150,13 +150,16 @@ class ExpressionEvaluator(Recorder):
         if decided is not None:  # a run specialized to the caller's flags
             return self.expr(node.body if decided else node.orelse, state)
         left_state, right_state = state.copy(), state.copy()
+        flag = self._caller_flag(node.test, test)
+        if flag is not None:  # `(x.sub_(m) if valid is not None else ...)` knows what x is
+            assume(left_state, flag[0], not flag[1])
+            assume(right_state, flag[0], flag[1])
         left = self.expr(node.body, left_state)
         right = self.expr(node.orelse, right_state)
         joined = join_states([left_state, right_state])
         assert joined is not None
         state.vars, state.facts = joined.vars, joined.facts
         value = join(left, right)
-        flag = self._caller_flag(node.test, test)
         if flag is not None:
             # `out = x if inplace else torch.empty_like(x)`: a later branch on
             # the same flag decides which one `out` is (RULES.md, the event).
@@ -264,10 +267,10 @@ class ExpressionEvaluator(Recorder):
             item = join(element_of(left), element_of(right))
             return Value(join(left, right).kind, left.roots | right.roots, None, True, item=item,
                          is_list=left.is_list)
-        if op is ast.Mult and left.seq and left.elems is not None and not left.is_list and \
+        if op is ast.Mult and left.seq and left.elems is not None and \
                 isinstance(right_node, ast.Constant) and isinstance(right_node.value, int) \
-                and 0 <= right_node.value <= 64:
-            return tuple_of(left.elems * right_node.value)
+                and 0 <= right_node.value <= 64:  # `(None,) * 3`, `[None] * 3`
+            return replace(tuple_of(left.elems * right_node.value), is_list=left.is_list)
         if op in (ast.Add, ast.Mult):
             seq = left if left.seq else right
             return Value(seq.kind, seq.roots, None, True, item=element_of(seq),
@@ -336,8 +339,10 @@ class ExpressionEvaluator(Recorder):
             taint = base.taint
             # Only `.grad` of the very tensors that were saved: not of copies,
             # nor of tensors whose origin is unknown (a ctx attribute set
-            # elsewhere, what a helper returned).
-            if not base.detached and ("saved" in base.roots or OWN_SAVED in base.roots):
+            # elsewhere, what a helper returned), nor of a value that may be
+            # something else on some path (a list's element of unknown kind).
+            if not base.detached and base.kind.holds_tensor and \
+                    ("saved" in base.roots or OWN_SAVED in base.roots):
                 key = self._marker("acc", node)
                 self._record(GradRead(node, key))
                 taint = taint | {key}
@@ -364,7 +369,11 @@ def saved_tensors_value(layout: tuple[Value, ...] | None) -> Value:
         elems = tuple(
             replace(item, maybe_none=position.maybe_none or position.kind is Kind.NONE,
                     integral=position.integral,
-                    taint=frozenset() if position.integral else item.taint,
+                    # a copy detached before it was saved (or a tensor made
+                    # from data) is outside the graph: it carries no gradient
+                    detached=position.detached,
+                    taint=frozenset() if position.integral or position.detached
+                    else item.taint,
                     roots=position.roots if position.roots == {OWN_SAVED} else item.roots)
             for position in layout)
     return Value(Kind.TENSORS, frozenset({"saved"}), elems, True, src="saved", item=item,

@@ -24,7 +24,7 @@ from .events import CtxCall, CtxStore, MethodFacts, Mutation
 from .forward_shape import deliberate_gradient_of
 from .interpreter import Interpreter
 from .markers import FROM_GRAD, OWN_SAVED
-from .opt_in import OptIn
+from .opt_in import OptIn, defaults_outranked
 from .values import Kind, Value, join
 
 
@@ -35,10 +35,24 @@ class FunctionFacts:
 
     # -- inputs ----------------------------------------------------------------
     @cached_property
+    def defaults(self) -> dict[str, ast.expr]:
+        """forward's defaults that a call may use: not those of inputs every
+        `apply` call passes (with some value not a literal)."""
+        forward = self.fn.forward
+        if forward is None:
+            return {}
+        defaults = forward.defaults
+        if not any(d is not None and not (isinstance(d, ast.Constant) and d.value is None)
+                   for d in defaults.values()):
+            return defaults
+        outranked = defaults_outranked(self)
+        return {name: d for name, d in defaults.items() if name not in outranked}
+
+    @cached_property
     def base_inputs(self) -> dict[str, Value]:
         """Each input's value from its annotation and default alone."""
         forward = self.fn.forward
-        defaults = forward.defaults if forward else {}
+        defaults = self.defaults
         scope = forward.owner.info.scope if forward else self.fn.info.scope
         values = {arg.arg: input_value(arg, defaults.get(arg.arg), scope)
                   for arg in self.fn.inputs}
@@ -105,7 +119,7 @@ class FunctionFacts:
         arg = next((a for a in self.fn.inputs if a.arg == name), None)
         if arg is None:
             return None
-        return non_tensor_reason(arg, forward.defaults.get(name), forward.owner.info.scope)
+        return non_tensor_reason(arg, self.defaults.get(name), forward.owner.info.scope)
 
     # -- methods ---------------------------------------------------------------
     def facts(self, name: str) -> MethodFacts | None:
@@ -260,37 +274,27 @@ class FunctionFacts:
         if facts is None or not facts.returns or facts.has_yield:
             return None
         counts = {ret.value.arity() for ret in facts.returns}
-        if len(counts) != 1:
-            return None
-        count = counts.pop()
-        return count
+        return counts.pop() if len(counts) == 1 else None
 
     @cached_property
     def outputs_non_differentiable(self) -> bool:
         """Every output is a non-tensor, an integer/bool tensor or marked
         non-differentiable: backward can never run."""
+        differentiable = self.differentiable_outputs
+        return differentiable is not None and not differentiable
+
+    @cached_property
+    def differentiable_outputs(self) -> frozenset[int] | None:
+        """The positions of forward's outputs that may carry a gradient: not a
+        non-tensor, an integer/bool tensor, or marked non-differentiable, on
+        any return (None: no visible return)."""
         forward = self.facts("forward")
         if forward is None or not forward.returns:
-            return False
-        marked: set[str] = set()
-        for call in self.calls("mark_non_differentiable"):
-            for node, value, starred in call.args:
-                if value.src == "output" and (starred or not isinstance(node, ast.Subscript)):
-                    return True  # setup_context marks the whole output
-                marked.add(ast.unparse(node))
-        for ret in forward.returns:
-            values = ret.value.elems if ret.value.elems is not None else (ret.value,)
-            nodes = ret.elements if ret.elements is not None else [ret.node.value]
-            for index, value in enumerate(values):
-                node = nodes[index] if index < len(nodes) else None
-                if value.kind in (Kind.NONTENSOR, Kind.NONE) or value.integral:
-                    continue
-                if node is not None and ast.unparse(node) in marked:
-                    continue
-                if self.fn.style == "setup_context" and f"output[{index}]" in marked:
-                    continue
-                return False
-        return True
+            return None
+        marked = _marked_outputs(self.calls("mark_non_differentiable"))
+        if marked is None:
+            return frozenset()  # setup_context marks the whole output
+        return _differentiable_positions(forward, marked, self.fn.style == "setup_context")
 
     def side_effect_buffer(self, name: str) -> bool:
         """Whether forward input `name` is a buffer no gradient flows through
@@ -308,22 +312,9 @@ class FunctionFacts:
     def no_gradient_inputs(self) -> frozenset[str]:
         """Inputs backward (and vjp) returns a literal None for on every path:
         constants of the graph (targets, tables, frozen weights, flags)."""
-        names = [arg.arg for arg in self.fn.inputs]
-        methods = [m for m in ("backward", "vjp") if self.fn.method(m) is not None]
-        if not methods or self.fn.has_varargs:
-            return frozenset()
-        constant = set(names)
-        for method in methods:
-            facts = self.facts(method)
-            if facts is None or not facts.returns:
-                return frozenset()
-            for ret in facts.returns:
-                gradients = _returned_gradients(ret.value)
-                if gradients is None:
-                    return frozenset()
-                constant &= {name for name, gradient in zip(names, gradients, strict=False)
-                             if gradient.kind is Kind.NONE}
-        return frozenset(constant)
+        names = [arg.arg for arg in self.fn.inputs]  # the named ones, before any `*args`
+        methods = [self.facts(m) for m in ("backward", "vjp") if self.fn.method(m) is not None]
+        return _none_everywhere(names, methods) if methods else frozenset()
 
     @cached_property
     def deliberate_gradient(self) -> str | None:
@@ -446,6 +437,67 @@ def _returned_gradients(value: Value) -> tuple[Value, ...] | None:
     if value.elems is not None and not value.is_list:
         return value.elems
     return (value,) if value.arity() == 1 else None
+
+
+def _literal_prefix(elements: list[ast.expr] | None) -> tuple[Value, ...] | None:
+    """The positions a tuple display fixes before its first `*rest` (`(dx,
+    None, None, *wgrads)`): the literal `None`s there are gradients of None."""
+    if not elements or not any(isinstance(e, ast.Starred) for e in elements):
+        return None
+    prefix = []
+    for element in elements:
+        if isinstance(element, ast.Starred):
+            break
+        none = isinstance(element, ast.Constant) and element.value is None
+        prefix.append(Value(Kind.NONE) if none else Value())
+    return tuple(prefix)
+
+
+def _none_everywhere(names: list[str], methods: list[MethodFacts | None]) -> frozenset[str]:
+    """The names every return of every method gives a literal None for."""
+    constant = set(names)
+    for facts in methods:
+        if facts is None or not facts.returns:
+            return frozenset()
+        for ret in facts.returns:
+            gradients = _returned_gradients(ret.value) or _literal_prefix(ret.elements)
+            if gradients is None:
+                return frozenset()
+            constant &= {name for name, gradient in zip(names, gradients, strict=False)
+                         if gradient.kind is Kind.NONE}
+    return frozenset(constant)
+
+
+def _marked_outputs(calls: list[CtxCall]) -> set[str] | None:
+    """The expressions mark_non_differentiable is given (None: setup_context
+    marks the whole output)."""
+    marked: set[str] = set()
+    for call in calls:
+        for node, value, starred in call.args:
+            if value.src == "output" and (starred or not isinstance(node, ast.Subscript)):
+                return None
+            marked.add(ast.unparse(node))
+    return marked
+
+
+def _differentiable_positions(forward: MethodFacts, marked: set[str],
+                              setup_context: bool) -> frozenset[int]:
+    """The output positions that, on some return, hold a floating tensor not
+    marked non-differentiable."""
+    found: set[int] = set()
+    for ret in forward.returns:
+        values = ret.value.elems if ret.value.elems is not None else (ret.value,)
+        nodes = ret.elements if ret.elements is not None else [ret.node.value]
+        for index, value in enumerate(values):
+            node = nodes[index] if index < len(nodes) else None
+            if value.kind in (Kind.NONTENSOR, Kind.NONE) or value.integral:
+                continue
+            if node is not None and ast.unparse(node) in marked:
+                continue
+            if setup_context and f"output[{index}]" in marked:
+                continue
+            found.add(index)
+    return frozenset(found)
 
 
 def _ctx_attr(node: ast.expr, ctx: str | None) -> str | None:

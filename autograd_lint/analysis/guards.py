@@ -145,6 +145,14 @@ def _bool_op(expr: ast.BoolOp, binding: Binding) -> object:
     return _UNKNOWN if None in truths else not deciding
 
 
+@dataclass(frozen=True)
+class Symbol:
+    """A module-level constant named by a dotted name (`QPSolvers.CVXPY`, an
+    enum member), by its qualified name: equal only to itself."""
+
+    name: str
+
+
 class Other:
     """A flag's value other than every literal its tests compare it with
     (`mode` neither "a" nor "b"): equal to nothing but itself."""

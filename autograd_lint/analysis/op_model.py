@@ -619,22 +619,41 @@ def body_writes(impl: Registration, project: Project | None) -> list[tuple[str, 
     one of its parameters: directly, through a view, in a helper or a Triton
     kernel it launches, or through an op declared as mutating it (the effect
     analysis of AGF005-AGF007)."""
-    from .effects import effects_of
     from .events import Mutation
-    from .interpreter import Interpreter
     from .markers import param_names
-    from .values import Value
 
-    node, module = impl.node, impl.module
-    names = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
-    initial = {name: Value(roots=frozenset({f"param:{name}"}),
-                           taint=frozenset({f"param:{name}"})) for name in names}
-    inner = module.scopes.get(id(node))
-    scope = inner.parent if inner is not None and inner.parent is not None else module.scope
-    effects = effects_of(project) if project is not None else None
-    facts = Interpreter(module, scope, node, initial, effects=effects).run()
     found = []
-    for mutation in facts.of(Mutation):
+    for mutation in _interpreted(impl, project).of(Mutation):
         for name in sorted(param_names(mutation.value.roots)):
             found.append((name, mutation.node))
     return found
+
+
+def returned_arities(registration: Registration, project: Project | None
+                     ) -> dict[int, int | None]:
+    """How many values each `return` of a registered function hands back (by
+    the return's node id; None: a length the analysis cannot count), from
+    the interpreter's values: `(None,) * 18`, `grads + (None,) * k`, a name
+    bound to a tuple."""
+    facts = _interpreted(registration, project, gradients=True)
+    return {id(ret.node): ret.value.arity() for ret in facts.returns}
+
+
+def _interpreted(registration: Registration, project: Project | None,
+                 gradients: bool = False):  # -> MethodFacts
+    """The interpreter's facts of a registered function, each parameter a
+    root (with `gradients`: a backward, whose parameters after ctx are tensors)."""
+    from .effects import effects_of
+    from .interpreter import Interpreter
+    from .values import Kind, Value
+
+    node, module = registration.node, registration.module
+    names = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+    initial = {name: Value(Kind.TENSOR if gradients and index else Kind.UNKNOWN,
+                           roots=frozenset({f"param:{name}"}),
+                           taint=frozenset({f"param:{name}"}))
+               for index, name in enumerate(names)}
+    inner = module.scopes.get(id(node))
+    scope = inner.parent if inner is not None and inner.parent is not None else module.scope
+    effects = effects_of(project) if project is not None else None
+    return Interpreter(module, scope, node, initial, effects=effects).run()

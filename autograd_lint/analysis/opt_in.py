@@ -22,16 +22,20 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..model import all_parameter_defaults
+from .apply_calls import apply_calls
 from .events import CtxStore, MethodFacts, Mutation
-from .guards import Other
+from .guards import Other, Symbol
 from .syntax import NOT_LITERAL as _NOT_LITERAL
-from .syntax import literal_value
+from .syntax import is_hashable, literal_value
 from .values import Kind
 
 if TYPE_CHECKING:
+    from ..project import FunctionClass
     from .function_facts import FunctionFacts
 
 _MAX_RUNS = 16  # specialized runs per method; beyond that, every write counts
@@ -52,9 +56,9 @@ class FlagSpace:
     closed: bool = False
     ctx_attrs: dict[str, str] = field(default_factory=dict)  # ctx attribute -> flag
 
-    def describe(self) -> str:
-        names = sorted({*self.known, *self.unknown})
-        return " or ".join(f"`{name}`" for name in names)
+    def describe(self, names: list[str] | None = None) -> str:
+        chosen = names or sorted({*self.known, *self.unknown})
+        return " or ".join(f"`{name}`" for name in chosen)
 
 
 class OptIn:
@@ -75,6 +79,17 @@ class OptIn:
         """"default": the write happens for callers that opt into nothing;
         "opt-in": only for callers that set a flag; "never": the literal
         arguments of every call rule it out."""
+        return self._verdict(method, _writes(mutation, root))
+
+    def store_verdict(self, method: str, store: CtxStore) -> str:
+        """As `verdict`, for a ctx attribute store (`ctx.x = t` made only
+        under `if solver == "cvxpy":`)."""
+        def stores(run: MethodFacts) -> bool:
+            return any(s.node is store.node and s.attr == store.attr for s in run.of(CtxStore))
+
+        return self._verdict(method, stores)
+
+    def _verdict(self, method: str, happens: Callable[[MethodFacts], bool]) -> str:
         space = self.space
         if space is None:
             return "default"
@@ -83,20 +98,35 @@ class OptIn:
         if len(known) * len(unknown) > _MAX_RUNS:
             return "default"
         for known_values in known:
-            if all(self._writes(method, space, {**dict(zip(space.known, known_values,
-                                                               strict=True)),
-                                                **dict(zip(space.unknown, unknown_values,
-                                                           strict=True))}, mutation, root)
+            if all(self._happens(method, space, {**dict(zip(space.known, known_values,
+                                                                strict=True)),
+                                                 **dict(zip(space.unknown, unknown_values,
+                                                            strict=True))}, happens)
                    for unknown_values in unknown):
                 return "default"
         return "never" if space.closed and not space.unknown else "opt-in"
 
-    def _writes(self, method: str, space: FlagSpace, values: dict[str, object],
-                mutation: Mutation, root: str) -> bool:
+    def deciding(self, method: str, mutation: Mutation, root: str) -> list[str]:
+        """The flags a caller sets to make an opt-in write happen: each known
+        flag that, changed alone from its value without opting in, makes it;
+        and the flags nobody sets in sight."""
+        space = self.space
+        if space is None:
+            return []
+        base = {name: values[0] for name, values in space.known.items()}
+        base.update({name: values[0] for name, values in space.unknown.items()})
+        found = []
+        for name, values in space.known.items():
+            trials = _trial_values(self.facts, name, space.ctx_attrs)
+            if any(self._happens(method, space, {**base, name: value}, _writes(mutation, root))
+                   for value in trials if value not in values):
+                found.append(name)
+        return sorted({*found, *space.unknown})
+
+    def _happens(self, method: str, space: FlagSpace, values: dict[str, object],
+                 happens: Callable[[MethodFacts], bool]) -> bool:
         run = self._run(method, space, values)
-        if run is None:
-            return True  # nothing to compare with: as the unspecialized run says
-        return any(m.node is mutation.node and root in m.value.roots for m in run.of(Mutation))
+        return True if run is None else happens(run)  # no run: as the plain run says
 
     def _run(self, method: str, space: FlagSpace, values: dict[str, object]
              ) -> MethodFacts | None:
@@ -111,6 +141,14 @@ class OptIn:
         return self._runs[key]
 
 
+def _writes(mutation: Mutation, root: str) -> Callable[[MethodFacts], bool]:
+    """Whether a run makes this write (the same operation, on the same root)."""
+    def writes(run: MethodFacts) -> bool:
+        return any(m.node is mutation.node and root in m.value.roots for m in run.of(Mutation))
+
+    return writes
+
+
 def flag_space(facts: FunctionFacts) -> FlagSpace | None:
     """The flags of a Function (non-tensor inputs its branches test, or that
     forward passes on), with their values without opting in; None: no flag."""
@@ -119,24 +157,32 @@ def flag_space(facts: FunctionFacts) -> FlagSpace | None:
     if forward is None or forward.node is None or fn.has_varargs:
         return None
     ctx_attrs = _ctx_flag_attrs(facts)
-    tested = _tested_names(forward.node) | set(ctx_attrs.values())
-    passed = _passed_names(forward.node)
+    tested_attrs, passed_attrs = _backward_flag_uses(fn)
+    tested = _tested_names(forward.node) | {
+        ctx_attrs[attr] for attr in tested_attrs if attr in ctx_attrs}
+    passed = _passed_names(forward.node) | {
+        ctx_attrs[attr] for attr in passed_attrs if attr in ctx_attrs}
     names = [arg.arg for arg in fn.inputs]
     candidates = [name for name in names if (name in tested or name in passed)
                   and facts.inputs[name].kind is not Kind.TENSOR
                   and name not in facts.evidence and not facts.inputs[name].seq]
-    if not candidates:
+    # A factory's parameter forward reads from its closure (`def QPFunction(...,
+    # solver=QPSolvers.PDIPM_BATCHED): class Fn(Function): ...`): the caller of
+    # the factory sets it.
+    closure = {name: value for name, value in _factory_defaults(fn).items()
+               if name in tested and name not in names}
+    if not candidates and not closure:
         return None
     at_calls = _call_site_values(facts, names)
-    known: dict[str, tuple[object, ...]] = {}
+    known: dict[str, tuple[object, ...]] = dict(closure)
     unknown: dict[str, tuple[object, ...]] = {}
-    closed = True
+    closed = not closure
     for name in candidates:
         values, from_literals = at_calls.get(name, ((), False))
         if not values and (default := forward.defaults.get(name)) is not None:
-            value = literal_value(default)
+            value = _default_value(default, forward.owner.info.scope)
             values, from_literals = ((value,), False) \
-                if value is not _NOT_LITERAL and _hashable(value) else ((), False)
+                if value is not _NOT_LITERAL and is_hashable(value) else ((), False)
         if values:
             known[name] = values
             closed = closed and from_literals
@@ -145,6 +191,33 @@ def flag_space(facts: FunctionFacts) -> FlagSpace | None:
     if not known and not unknown:
         return None
     return FlagSpace(known, unknown, closed and bool(known), ctx_attrs)
+
+
+def _factory_defaults(fn: FunctionClass) -> dict[str, tuple[object, ...]]:
+    """The parameters (with a literal or constant default) of the defs the
+    Function's class is nested in, innermost first."""
+    found: dict[str, tuple[object, ...]] = {}
+    module = fn.module
+    if any(statement is fn.node for statement in module.tree.body):
+        return found  # a top-level class: no factory around it
+    for node in ast.walk(module.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                any(inner is fn.node for inner in ast.walk(node)):
+            scope = module.scopes.get(id(node), module.scope)
+            for name, default in all_parameter_defaults(node).items():
+                value = _default_value(default, scope)
+                if value is not _NOT_LITERAL and is_hashable(value):
+                    found.setdefault(name, (value,))
+    return found
+
+
+def _default_value(default: ast.expr, scope) -> object:
+    """A default's value: a literal, or a module-level constant (`Mode.FAST`)."""
+    value = literal_value(default)
+    if value is _NOT_LITERAL and isinstance(default, ast.Attribute) and \
+            isinstance(default.value, ast.Name) and (qualified := scope.resolve(default)):
+        return Symbol(qualified)
+    return value
 
 
 def _ctx_flag_attrs(facts: FunctionFacts) -> dict[str, str]:
@@ -166,6 +239,22 @@ def _tested_names(node: ast.AST) -> set[str]:
         if isinstance(inner, (ast.If, ast.IfExp, ast.While)):
             names.update(n.id for n in ast.walk(inner.test) if isinstance(n, ast.Name))
     return names
+
+
+def _backward_flag_uses(fn: FunctionClass) -> tuple[set[str], set[str]]:
+    """Attributes (of ctx) that backward, vjp and jvp test in branches, and
+    those they pass to calls (`helper(dy, ctx.in_place)`)."""
+    tested: set[str] = set()
+    passed: set[str] = set()
+    for name in ("backward", "vjp", "jvp"):
+        method = fn.method(name)
+        for inner in ast.walk(method.node) if method is not None and method.node else ():
+            if isinstance(inner, (ast.If, ast.IfExp, ast.While)):
+                tested.update(n.attr for n in ast.walk(inner.test) if isinstance(n, ast.Attribute))
+            elif isinstance(inner, ast.Call):
+                passed.update(a.attr for a in (*inner.args, *(k.value for k in inner.keywords))
+                              if isinstance(a, ast.Attribute))
+    return tested, passed
 
 
 def _passed_names(node: ast.AST) -> set[str]:
@@ -198,7 +287,7 @@ def _trial_values(facts: FunctionFacts, name: str, ctx_attrs: dict[str, str]
                         literals.extend(value if isinstance(value, tuple) else (value,))
             elif any(_names_flag(test, name, attrs) for test in _truth_tests(node)):
                 bare = True
-    values: list[object] = list(dict.fromkeys(v for v in literals if _hashable(v)))
+    values: list[object] = list(dict.fromkeys(v for v in literals if is_hashable(v)))
     if literals:
         values.append(Other())
     if bare or not literals:
@@ -222,94 +311,35 @@ def _names_flag(node: ast.expr, name: str, attrs: set[str]) -> bool:
         isinstance(node, ast.Attribute) and node.attr in attrs
 
 
-def _hashable(value: object) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
-
 def _call_site_values(facts: FunctionFacts, names: list[str]
                       ) -> dict[str, tuple[tuple[object, ...], bool]]:
     """Per input, the values the `apply` calls of forward's module pass (and
     whether all are literals, not defaults); inputs some call passes in a way
-    not known are left out."""
-    fn = facts.fn
-    project = fn.project
-    module = fn.module
-    if project is not None and module.partial:
-        module = project.complete(module)
-    calls = [node for node in ast.walk(module.tree) if isinstance(node, ast.Call)
-             and isinstance(node.func, ast.Attribute) and node.func.attr == "apply"
-             and isinstance(node.func.value, ast.Name) and node.func.value.id == fn.name]
-    if not calls:
-        return {}
-    enclosing = _enclosing_defs(module.tree)
+    not known, or leaves out, are left out."""
+    calls = apply_calls(facts.fn)
     found: dict[str, tuple[tuple[object, ...], bool]] = {}
+    if not calls:
+        return found
     for index, name in enumerate(names):
-        values: list[object] = []
-        literal = True
-        for call in calls:
-            value, is_literal = _argument_value(call, index, enclosing.get(id(call)))
-            if value is _NOT_LITERAL:
-                break
-            values.append(value)
-            literal = literal and is_literal
-        else:
-            found[name] = (tuple(dict.fromkeys(v for v in values if _hashable(v))), literal)
+        passed = [call.at(index) for call in calls]
+        if any(p is None or p.how not in ("literal", "default") for p in passed):
+            continue
+        values = tuple(dict.fromkeys(p.value for p in passed if is_hashable(p.value)))
+        found[name] = (values, all(p.how == "literal" for p in passed))  # type: ignore[union-attr]
     return found
 
 
-def _argument_value(call: ast.Call, index: int,
-                    enclosing: ast.FunctionDef | ast.AsyncFunctionDef | None
-                    ) -> tuple[object, bool]:
-    """The value an `apply` call passes at a position: a literal, or the
-    literal default of the enclosing def's parameter passed there."""
-    if any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
-        return _NOT_LITERAL, False
-    if index >= len(call.args):
-        return _NOT_LITERAL, False  # forward's default: decided by forward
-    argument = call.args[index]
-    value = literal_value(argument)
-    if value is not _NOT_LITERAL:
-        return value, True
-    if isinstance(argument, ast.Name) and enclosing is not None:
-        defaults = {a.arg: d for a, d in _defaults(enclosing)}
-        if argument.id in defaults and argument.id not in _rebound(enclosing):
-            return literal_value(defaults[argument.id]), False
-    return _NOT_LITERAL, False
-
-
-def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef
-              ) -> list[tuple[ast.arg, ast.expr]]:
-    args = node.args
-    positional = [*args.posonlyargs, *args.args]
-    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults,
-                     strict=False))
-    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
-              if d is not None]
-    return pairs
-
-
-def _rebound(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    return {target.id for inner in ast.walk(node)
-            if isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-            for target in (inner.targets if isinstance(inner, ast.Assign) else [inner.target])
-            if isinstance(target, ast.Name)}
-
-
-def _enclosing_defs(tree: ast.AST) -> dict[int, ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The innermost def around each call (by id)."""
-    found: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-
-    def visit(node: ast.AST, current: ast.FunctionDef | ast.AsyncFunctionDef | None) -> None:
-        for child in ast.iter_child_nodes(node):
-            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                else current
-            if isinstance(child, ast.Call) and current is not None:
-                found[id(child)] = current
-            visit(child, inner)
-
-    visit(tree, None)
-    return found
+def defaults_outranked(facts: FunctionFacts) -> frozenset[str]:
+    """Inputs whose default no call uses: every `apply` call of forward's
+    module passes them, and some passes a value that is not a literal (a
+    default `0.0` says nothing of the tensor every caller gives)."""
+    calls = apply_calls(facts.fn)
+    if not calls:
+        return frozenset()
+    outranked = set()
+    for index, arg in enumerate(facts.fn.inputs):
+        passed = [call.at(index) for call in calls]
+        if None not in passed and any(p.how not in ("literal", "default")
+                                      for p in passed):  # type: ignore[union-attr]
+            outranked.add(arg.arg)
+    return frozenset(outranked)

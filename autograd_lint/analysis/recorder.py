@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..model import ModuleInfo, Scope, collect_imports
 from .events import CtxStore, Event, GradUse, Mutation
-from .guards import evaluate
+from .guards import Symbol, evaluate
 from .values import Value
 
 UNDECIDED = object()  # a value a specialized run does not know
@@ -120,11 +120,22 @@ class Recorder:
         for node in ast.walk(test):
             value = self._decided_value(node, state)  # type: ignore[arg-type]
             if value is UNDECIDED:
+                value = self._constant_symbol(node, state)
+            if value is UNDECIDED:
                 continue
             key = node.id if isinstance(node, ast.Name) else \
                 f"{node.value.id}.{node.attr}"  # type: ignore[attr-defined]
             binding[key] = value
         return evaluate(test, binding) if binding else None
+
+    def _constant_symbol(self, node: ast.AST, state: State) -> object:
+        """`Mode.FAST` (a module-level name's attribute, not a local's): the
+        constant it names, as a Symbol a flag's default can equal."""
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)) or \
+                node.value.id in state.vars:
+            return UNDECIDED
+        qualified = self.scope.resolve(node)
+        return Symbol(qualified) if qualified is not None else UNDECIDED
 
     def _decided_arguments(self, call: ast.Call, state: State) -> dict[int, object] | None:
         """The arguments of a call whose values a specialized run decided."""

@@ -79,6 +79,15 @@ def last_name(expr: ast.expr) -> str:
         expr.id if isinstance(expr, ast.Name) else ""
 
 
+def is_hashable(value: object) -> bool:
+    """Whether a literal can key a dict (a list default cannot)."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def parameters_of(node: FunctionNode) -> list[tuple[str, int | None]]:
     """(name, position) of each parameter apply-style calls can bind."""
     positional = [*node.args.posonlyargs, *node.args.args]

@@ -132,12 +132,14 @@ STRONG_TENSOR_METHODS = frozenset({
     "clamp_min", "clamp_max", "pow", "exp", "log", "mul", "div", "sub", "add", "neg",
     "rsqrt", "sqrt", "tanh", "abs", "sign", "norm", "repeat_interleave", "gather",
     "scatter", "mv", "flip", "roll", "tril", "triu", "to_dense", "coalesce",
-    "register_hook", "untyped_storage", "requires_grad_", "retain_grad", "backward",
+    "register_hook", "untyped_storage", "retain_grad",
     "numpy",
 })
 # Tensor-only attributes that are evidence on an unknown receiver.
+# (Not `requires_grad`, `requires_grad_()` nor `backward()`: modules and
+# duck-typed tensor wrappers have them too; RULES.md, "Must, not may".)
 STRONG_TENSOR_ATTRIBUTES = frozenset({
-    "requires_grad", "is_cuda", "grad_fn", "is_leaf", "grad", "mT", "mH", "layout",
+    "is_cuda", "grad_fn", "is_leaf", "grad", "mT", "mH", "layout",
     "is_sparse", "is_quantized", "_version",
 })
 
@@ -145,6 +147,9 @@ STRONG_TENSOR_ATTRIBUTES = frozenset({
 NOT_INPLACE_METHODS = frozenset({
     "requires_grad_", "share_memory_", "retain_grad", "rename_", "refine_names_",
     "record_stream", "is_set_to", "_fix_weakref",
+    # Storage operations (RULES.md, "Must, not may"): `.set_()` or `.resize_()`
+    # of a temporary frees or rebinds its storage; no data anyone holds changes.
+    "set_", "resize_", "resize_as_",
 })
 
 # ---------------------------------------------------------------------------

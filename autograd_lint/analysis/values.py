@@ -153,7 +153,7 @@ def join(a: Value, b: Value) -> Value:
         is_list=a.is_list and b.is_list,
         **(dict(zip(("pinned", "rest"), _join_lists(a, b), strict=False))
            if a.is_list and b.is_list and elems is None else {}),
-        item=join(a.item, b.item) if a.item is not None and b.item is not None else None,
+        item=_joined_item(a, b),
         taint=a.taint | b.taint,
         view=a.view or b.view,
         integral=_joined_flag(a, b, "integral"),
@@ -163,9 +163,33 @@ def join(a: Value, b: Value) -> Value:
     )
 
 
+def _joined_item(a: Value, b: Value) -> Value | None:
+    """What any element is, after a join: the elements of both sides (an
+    empty container, `[]` before a loop appends to it, adds nothing)."""
+    if a.item is not None and b.item is not None:
+        return join(a.item, b.item)
+    if not (a.seq and b.seq):
+        return None
+    items = [_any_element(v) for v in (a, b) if v.elems != ()]
+    if not items or None in items:
+        return None
+    return items[0] if len(items) == 1 else join(items[0], items[1])  # type: ignore[arg-type]
+
+
+def _any_element(value: Value) -> Value | None:
+    if value.item is not None:
+        return value.item
+    if value.elems:
+        out = value.elems[0]
+        for element in value.elems[1:]:
+            out = join(out, element)
+        return out
+    return None
+
+
 def _joined_flag(a: Value, b: Value, name: str) -> bool:
     """A flag holds after a join when it holds on every path that has a tensor."""
-    flags = [getattr(v, name) for v in (a, b) if v.kind is not Kind.NONE]
+    flags = [getattr(v, name) for v in (a, b) if v.kind not in (Kind.NONE, Kind.NONTENSOR)]
     return bool(flags) and all(flags)
 
 

@@ -22,6 +22,7 @@ from .values import (
     NONE,
     NONTENSOR,
     UNKNOWN,
+    Kind,
     Value,
     element_of,
     item_roots,
@@ -76,18 +77,32 @@ def join_states(states: Iterable[State | None]) -> State | None:
 
 
 def _widen(state: State) -> State:
-    """Drop what can grow without bound across loop passes (tuple lengths)."""
-    return State({k: replace(v, elems=None, literal=False, text=None, item=None)
-                  for k, v in state.vars.items()}, dict(state.facts))
+    """Drop what can grow without bound across loop passes (tuple lengths);
+    a container keeps what any element is, itself widened (one level)."""
+    return State({k: _widened(v) for k, v in state.vars.items()}, dict(state.facts))
 
 
-def _assume(state: State, flag: str, truth: bool) -> None:
+def _widened(value: Value, depth: int = 0) -> Value:
+    item = element_of(value) if value.seq and (value.elems or value.item) else value.item
+    kept = _widened(item, depth + 1) if item is not None and depth == 0 else None
+    return replace(value, elems=None, literal=False, text=None, item=kept)
+
+
+def assume(state: State, flag: str, truth: bool) -> None:
     """In a branch where `flag` is known `truth`: names bound to `a if flag
     else b` are `a` (or `b`) there."""
     for name, value in state.vars.items():
         decided = value.decided_by
         if decided is not None and decided[0] == flag:
             state.vars[name] = replace(value, roots=decided[1] if truth else decided[2])
+
+
+_NUMBER_TYPES = frozenset({"int", "float", "bool", "complex", "str", "tuple", "list"})
+
+
+def _types(node: ast.expr) -> list[ast.expr]:
+    """The classes an isinstance() test names (`int` or `(int, float)`)."""
+    return list(node.elts) if isinstance(node, ast.Tuple) else [node]
 
 
 def _flag_tests(test: ast.expr) -> list[tuple[ast.expr, bool]]:
@@ -202,10 +217,43 @@ class StatementWalker(Recorder):
             if flag is None:
                 continue
             if decides_body:
-                _assume(body, flag[0], not flag[1])
+                assume(body, flag[0], not flag[1])
             if decides_body is False or part is node.test:
-                _assume(orelse, flag[0], flag[1])
+                assume(orelse, flag[0], flag[1])
+        self._narrow(node.test, body, True)
+        self._narrow(node.test, orelse, False)
         return join_states([self.block(node.body, body), self.block(node.orelse, orelse)])
+
+    def _narrow(self, test: ast.expr, state: State, truth: bool) -> None:
+        """`isinstance(x, int)` decides what `x` is in a branch: where it is
+        false, a number default no longer says `x` is not a tensor; where
+        `isinstance(x, torch.Tensor)` holds, `x` is one."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, truth = test.operand, not truth
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id == "isinstance" and len(test.args) == 2
+                and isinstance(test.args[0], ast.Name) and test.args[0].id in state.vars):
+            return
+        kinds = {self._type_kind(t) for t in _types(test.args[1])}
+        name = test.args[0].id
+        value = state.vars[name]
+        if truth and kinds == {Kind.TENSOR}:
+            state.vars[name] = replace(value, kind=Kind.TENSOR, literal=False, text=None,
+                                       seq=False, maybe_none=False)
+        elif not truth and kinds == {Kind.TENSOR}:  # whatever it is, not a tensor
+            state.vars[name] = Value(Kind.NONTENSOR, src=value.src, taint=value.taint)
+        elif not truth and kinds == {Kind.NONTENSOR} and value.kind is Kind.NONTENSOR:
+            state.vars[name] = replace(value, kind=Kind.UNKNOWN, literal=False, text=None,
+                                       seq=False)
+
+    def _type_kind(self, node: ast.expr) -> Kind:
+        if isinstance(node, ast.Name) and node.id in _NUMBER_TYPES and \
+                not self.scope.lookup(node.id)[0]:
+            return Kind.NONTENSOR
+        qualified = self.scope.resolve(node) if isinstance(node, (ast.Name, ast.Attribute)) \
+            else None
+        return Kind.TENSOR if qualified in ("torch.Tensor", "torch.nn.Parameter") \
+            else Kind.UNKNOWN
 
     def s_Assert(self, node: ast.Assert, state: State) -> State:
         self.expr(node.test, state)
@@ -366,8 +414,16 @@ class StatementWalker(Recorder):
         flag = test.operand if negated else test  # type: ignore[attr-defined]
         if value.kind.holds_tensor:
             return None
+        suffix = ""
+        if isinstance(flag, ast.Compare) and len(flag.ops) == 1 and \
+                isinstance(flag.ops[0], (ast.Is, ast.IsNot)) and \
+                isinstance(flag.comparators[0], ast.Constant) and \
+                flag.comparators[0].value is None:
+            # `valid is None` / `valid is not None`: an optional the caller gives or not.
+            negated ^= isinstance(flag.ops[0], ast.IsNot)
+            flag, suffix = flag.left, " is None"
         if isinstance(flag, ast.Name) and flag.id in self._parameters or \
                 isinstance(flag, ast.Attribute) and isinstance(flag.value, ast.Name) and \
                 self.initial.get(flag.value.id, UNKNOWN).src == "ctx":
-            return ast.unparse(flag), negated
+            return ast.unparse(flag) + suffix, negated
         return None
