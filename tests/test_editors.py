@@ -72,7 +72,8 @@ def test_neovim_snippet_shows_the_servers_diagnostics(tmp_path: Path) -> None:
     version = _nvim_version()
     runnable = [code for code, low, high in _snippets() if low <= version <= high]
     assert runnable, f"no snippet in docs/editors.md covers Neovim {version}"
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "pyproject.toml").write_text(  # BUGGY's AGF001 is pedantic: turned on
+        "[project]\nname = 'demo'\n\n[tool.autograd-lint]\nextend-select = ['AGF001']\n")
     source = tmp_path / "ops.py"
     source.write_text(BUGGY, encoding="utf-8")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
