@@ -11,6 +11,7 @@ from .config import ConfigError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_TERMINATED = 128 + 15  # SIGTERM, as shells report it
+EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE: the reader of stdout went away (`| head`)
 COMMANDS = ("check", "rules", "rule", "server", "record")
 
 

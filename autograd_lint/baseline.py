@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import __version__
 from .config import ConfigError
-from .files import write_atomically
+from .files import read_regular_file, write_inside_project
 from .findings import Finding
 from .lines import SourceLines
 
@@ -38,7 +38,8 @@ def fingerprints(findings: list[Finding], lines: SourceLines,
         identity = "\0".join((finding.code, path, finding.function or "", text))
         rank = seen[identity]
         seen[identity] += 1
-        digest = hashlib.sha256(f"{identity}\0{rank}".encode()).hexdigest()[:20]
+        key = f"{identity}\0{rank}".encode("utf-8", "surrogateescape")  # any file name
+        digest = hashlib.sha256(key).hexdigest()[:20]
         result.append(digest)
     return result
 
@@ -53,7 +54,7 @@ def write_baseline(file: str, findings: list[Finding], lines: SourceLines) -> No
     data = {"tool": "autograd-lint", "tool_version": __version__,
             "format": FORMAT_VERSION, "findings": entries}
     try:
-        write_atomically(file, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
+        write_inside_project(file, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot write baseline {file}: {exc.strerror or exc}") from exc
 
@@ -61,11 +62,12 @@ def write_baseline(file: str, findings: list[Finding], lines: SourceLines) -> No
 def read_baseline(file: str) -> Counter[str]:
     """The recorded fingerprints (a multiset: identical lines may repeat)."""
     try:
-        with open(file, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(read_regular_file(file).decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"baseline not found: {file}") from None
-    except (OSError, ValueError) as exc:  # also bad UTF-8 and JSON, and overlong numbers
+    except OSError as exc:  # no permission, a FIFO or a device
+        raise ConfigError(f"cannot read baseline {file}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # also bad UTF-8 and JSON, and overlong numbers
         raise ConfigError(f"cannot read baseline {file}: {exc}") from None
     except RecursionError:
         raise ConfigError(f"cannot read baseline {file}: it is nested too deeply "

@@ -104,7 +104,8 @@ def _code_fingerprint() -> str:
             continue
         for entry in entries:
             if entry.name.endswith(".py"):
-                digest.update(f"{entry.path}:{entry.stat().st_mtime_ns}".encode())
+                digest.update(f"{entry.path}:{entry.stat().st_mtime_ns}".encode(
+                    "utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
@@ -167,8 +168,12 @@ def _content_digest(path: str) -> str | None:
     digest = hashlib.blake2b()
     try:
         with _open_regular(path, follow=True) as handle:
-            while chunk := handle.read(1 << 20):
+            # No further than its size: a kernel file stating size 0 reads on
+            # (/proc/self/pagemap), as the run's reads (files.read_regular_file).
+            remaining = os.fstat(handle.fileno()).st_size
+            while remaining > 0 and (chunk := handle.read(min(remaining, 1 << 20))):
                 digest.update(chunk)
+                remaining -= len(chunk)
     except OSError:
         return None
     return digest.hexdigest()
@@ -385,7 +390,8 @@ class Cache:
         and the linter (the files' stats are stored beside it)."""
         digest = hashlib.blake2b(f"{_FORMAT}:{self._code}".encode(), digest_size=20)
         digest.update(json.dumps(settings, sort_keys=True).encode())
-        digest.update("\0".join(sorted(paths)).encode())  # the set: any order
+        # The set, in any order; file names as the system gives them (any bytes).
+        digest.update("\0".join(sorted(paths)).encode("utf-8", "surrogateescape"))
         return digest.hexdigest()
 
     def relevance(self, key: str) -> tuple[dict[str, Any] | None, dict[str, Any], list[str]]:

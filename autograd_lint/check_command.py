@@ -21,6 +21,7 @@ from .config import (
     resolve_codes,
     validate_selector,
 )
+from .findings import Finding, shown_finding, shown_text
 
 if TYPE_CHECKING:  # the engine loads only when a check runs
     import tempfile
@@ -41,6 +42,7 @@ class _Plan:
 
     def __init__(self, args: argparse.Namespace, err: TextIO) -> None:
         self.cwd = Path(os.getcwd())
+        self.err = err
         self.finder: ConfigFinder | None = None
         self.fixed: FileConfig | None = None
         if args.isolated:
@@ -84,6 +86,11 @@ class _Plan:
         """What a directory walk skips: the entry itself, not the folders the
         walk started from (`check examples/` lints what `examples` excludes)."""
         return self.excluded(path, is_dir, parents=False)
+
+    def unreadable_folder(self, path: str, error: OSError) -> None:
+        """A folder of the tree the user cannot list: skipped, as ruff skips it."""
+        self.err.write(f"autograd-lint: warning: {shown_text(path)}: cannot read folder: "
+                       f"{error.strerror or error}; skipped\n")
 
     def respects_gitignore(self, directory: str) -> bool:
         """Whether a scan of `directory` skips what git ignores (the command
@@ -139,7 +146,8 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
         path = os.fspath(Path(raw_path))  # as pathlib shows it: no "./" prefix
         if os.path.isdir(path):
             for found in iter_python_files(path, plan.walk_excluded, notebooks=True,
-                                           respect_gitignore=plan.respects_gitignore(path)):
+                                           respect_gitignore=plan.respects_gitignore(path),
+                                           unreadable=plan.unreadable_folder):
                 add(found, explicit=False)
         elif not (args.force_exclude and plan.excluded(path, False)):
             add(path, explicit=True)
@@ -225,10 +233,12 @@ def _run_watched(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _write_output_file(path: str, report: str) -> None:
-    """--output-file: the report, in a file (its folder made as needed)."""
+    """--output-file: the report, in a file (its folder made as needed), never
+    through a link of the project leading out of it (files.write_inside_project)."""
+    from .files import write_inside_project
+
     try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(report, encoding="utf-8")
+        write_inside_project(path, report.encode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot write --output-file {path}: {exc.strerror or exc}") from None
 
@@ -271,6 +281,7 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
         gc.disable()  # the process ends right after: no collection is worth it
     result = lint_inputs(inputs, scan_tree=scan_tree, prefilter=not args.no_prefilter,
                          jobs=args.jobs, cache=cache, keep=keep, functions=args.dynamic)
+    _set_aside_newer_syntax(result, inputs)
     paths = {i.display: i.path for i in inputs} | plan.shown_text
     if args.diff:
         return _show_diff(args, result, paths, out, err)
@@ -279,6 +290,7 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
     fixed = 0
     if args.fix:
         result, fixed = _apply_fixes(args, inputs, result, paths, err, keep, scan_tree)
+        _set_aside_newer_syntax(result, inputs)
     findings = result.findings
     if args.dynamic:
         findings = _run_dynamic(args, result, plan, err)
@@ -287,8 +299,7 @@ def _check(args: argparse.Namespace, plan: _Plan, out: TextIO, err: TextIO,
         from .baseline import write_baseline
 
         write_baseline(args.write_baseline, findings, lines)
-        for path, message in result.errors:
-            err.write(f"autograd-lint: error: {path}: {message}\n")
+        write_problems(result, err)
         err.write(f"autograd-lint: wrote {len(findings)} finding"
                   f"{'' if len(findings) == 1 else 's'} to {args.write_baseline}\n")
         return EXIT_ERROR if result.errors else EXIT_CLEAN
@@ -303,7 +314,7 @@ def _apply_fixes(args: argparse.Namespace, inputs: list, result: LintResult,
     from .engine import lint_inputs
 
     fixed = 0
-    from .files import fix_destination, fix_roots, write_atomically
+    from .files import fix_roots, fix_target, write_atomically
     from .fixes import MAX_FIX_ROUNDS, plan_changes
 
     roots = fix_roots(args.paths or ["."])
@@ -316,12 +327,11 @@ def _apply_fixes(args: argparse.Namespace, inputs: list, result: LintResult,
         for change in changes:
             # Through a symlink: write the file it leads to (the link stays
             # a link), and only inside the scanned roots and project.
-            destination = fix_destination(change.path, roots)
+            destination, why_not = fix_target(change.path, roots)
             if destination is None:
                 refused.add(change.path)
-                err.write(f"autograd-lint: warning: {change.display}: not fixed: it is "
-                          f"a symlink to {os.path.realpath(change.path)}, outside the "
-                          "checked folders and project\n")
+                err.write(f"autograd-lint: warning: {shown_text(change.display)}: not fixed: "
+                          f"{shown_text(why_not)}\n")
                 continue
             write_atomically(destination, change.encoded())
             fixed += len(change.applied)
@@ -358,7 +368,7 @@ def _add_noqa(args: argparse.Namespace, result: LintResult, err: TextIO) -> int:
     """--add-noqa: each finding's code in a noqa comment on its line."""
     from collections import defaultdict
 
-    from .files import fix_destination, fix_roots, write_atomically
+    from .files import fix_roots, fix_target, read_regular_file, write_atomically
     from .fixes import utf8_text
     from .noqa_writer import add_noqa_codes
     from .notebooks import is_notebook
@@ -370,12 +380,12 @@ def _add_noqa(args: argparse.Namespace, result: LintResult, err: TextIO) -> int:
     added, skipped = 0, []
     for path, findings in by_file.items():
         # A notebook's lines are its cells' (its file is JSON): not written.
-        destination = None if is_notebook(path) else fix_destination(path, roots)
+        destination = None if is_notebook(path) else fix_target(path, roots)[0]
         try:
-            decoded = utf8_text(Path(path).read_bytes()) if destination else None
+            decoded = utf8_text(read_regular_file(path)) if destination else None
         except OSError:
             decoded = None
-        if decoded is None:  # a notebook, not UTF-8, unreadable, a link leading outside
+        if decoded is None:  # a notebook, not UTF-8, unreadable, read-only, a link leading out
             skipped += findings
             continue
         text, bom = decoded
@@ -386,19 +396,61 @@ def _add_noqa(args: argparse.Namespace, result: LintResult, err: TextIO) -> int:
         added += edits.added
         skipped += edits.skipped
     for finding in skipped:
-        err.write(f"autograd-lint: warning: {finding.path}:{finding.line}: {finding.code} "
-                  "not silenced: no comment can be written there\n")
-    for path, message in result.errors:
-        err.write(f"autograd-lint: error: {path}: {message}\n")
+        err.write(f"autograd-lint: warning: {shown_text(finding.path)}:{finding.line}: "
+                  f"{finding.code} not silenced: no comment can be written there\n")
+    write_problems(result, err)
     if not args.quiet:
         err.write(f"Added {added} noqa directive{'' if added == 1 else 's'}.\n")
     return EXIT_ERROR if result.errors else EXIT_CLEAN
 
 
+def _set_aside_newer_syntax(result: LintResult, inputs: list) -> None:
+    """A file this Python cannot parse, in a project that requires a newer
+    one (`requires-python = ">=3.12"`: PEP 695 generics, PEP 701 f-strings),
+    is not the user's syntax error: it is skipped with a warning line, not
+    reported as AGF000."""
+    if not any(f.code == "AGF000" for f in result.findings):
+        return
+    from .config import PythonRequirements
+
+    running = sys.version_info[:2]
+    requirements = PythonRequirements()
+    where = {i.display: i.path for i in inputs}
+    kept = []
+    for finding in result.findings:
+        required = requirements.of(where.get(finding.path, finding.path)) \
+            if finding.code == "AGF000" else None
+        if required is not None and required > running:
+            result.skipped.append((finding.path, (
+                f"Python {running[0]}.{running[1]} cannot parse it, and its "
+                f"project requires Python >={required[0]}.{required[1]} (run autograd-lint "
+                "under that Python)")))
+        else:
+            kept.append(finding)
+    result.findings = kept
+
+
+def write_problems(result: LintResult, err: TextIO) -> None:
+    """What a run could not do: files it skipped (a warning each: the rest is
+    reported as usual) and internal errors (exit 2)."""
+    for path, reason in result.skipped:
+        err.write(f"autograd-lint: warning: {shown_text(path)}: {reason}; skipped\n")
+    for path, message in result.errors:
+        err.write(f"autograd-lint: error: {shown_text(path)}: {shown_text(message)}\n")
+
+
 def _report(args: argparse.Namespace, findings: list, result: LintResult, lines: SourceLines,
             fixed: int, out: TextIO, err: TextIO) -> int:
     """Print the findings in the chosen format; the exit status."""
-    from .output import fix_hint, render_statistics, render_text, statistics, summary_line
+    from .output import (
+        MORE_HINT,
+        fix_hint,
+        render_statistics,
+        render_text,
+        statistics,
+        summary_line,
+        text_style,
+    )
 
     hidden = 0
     if args.baseline:
@@ -406,18 +458,18 @@ def _report(args: argparse.Namespace, findings: list, result: LintResult, lines:
 
         kept = new_findings(args.baseline, findings, lines)
         hidden, findings = len(findings) - len(kept), kept
+    findings = _shown(findings, lines)
     if args.statistics and args.format == "json":
         import json
 
         json.dump(statistics(findings), out, indent=2)
         out.write("\n")
     elif not _render_for_programs(args, findings, lines, out):
+        style = text_style(args.format, out)
         if args.statistics:
             render_statistics(findings, out)
         else:
-            from .output import text_style
-
-            render_text(findings, out, lines, text_style(args.format, out))
+            render_text(findings, out, lines, style)
         if not args.quiet:
             out.write(summary_line(findings, result.files_checked, fixed=fixed if args.fix
                                    else None) + "\n")
@@ -427,13 +479,25 @@ def _report(args: argparse.Namespace, findings: list, result: LintResult, lines:
             hint = fix_hint(findings, unsafe=args.unsafe_fixes)
             if hint:
                 out.write(hint + "\n")
-    for path, message in result.errors:
-        err.write(f"autograd-lint: error: {path}: {message}\n")
+            if findings and not args.statistics and not style.full:
+                out.write(MORE_HINT + "\n")
+    write_problems(result, err)
     if result.errors:
         return EXIT_ERROR
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if findings or (args.exit_non_zero_on_fix and fixed) else EXIT_CLEAN
+
+
+def _shown(findings: list[Finding], lines: SourceLines) -> list[Finding]:
+    """The findings as every format shows them (findings.shown_finding: no
+    text of the linted code reaches the output raw); `lines` finds a file by
+    the name shown as well."""
+    shown = [shown_finding(f) for f in findings]
+    for finding, showing in zip(findings, shown, strict=True):
+        if showing.path != finding.path:
+            lines.alias(showing.path, finding.path)
+    return shown
 
 
 def _render_for_programs(args: argparse.Namespace, findings: list, lines: SourceLines,
@@ -509,8 +573,7 @@ def _show_diff(args: argparse.Namespace, result: LintResult, paths: dict[str, st
     for change in changes:
         out.write(unified_diff(change))
     count = sum(len(change.applied) for change in changes)
-    for path, message in result.errors:
-        err.write(f"autograd-lint: error: {path}: {message}\n")
+    write_problems(result, err)
     if not args.quiet:
         from .output import fix_counts
 

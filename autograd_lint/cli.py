@@ -18,7 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from .arguments import COMMANDS, EXIT_CLEAN, EXIT_ERROR, EXIT_TERMINATED, build_parser
+from .arguments import (
+    COMMANDS,
+    EXIT_BROKEN_PIPE,
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_TERMINATED,
+    build_parser,
+)
 from .check_command import run_check
 from .config import ConfigError
 
@@ -125,10 +132,11 @@ def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None)
         err.write("autograd-lint: terminated\n")
         return EXIT_TERMINATED
     except BrokenPipeError:
-        # `autograd-lint check | head`: stop quietly.
+        # `autograd-lint check | head`: stop quietly, as git does (`run`
+        # then dies by SIGPIPE, which shells expect of a closed pipe).
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")
-        return EXIT_ERROR
+        return EXIT_BROKEN_PIPE
     except Exception as exc:
         if _while_terminating(exc):  # a pool's shutdown failing as SIGTERM unwound it
             _quiet_after_termination()
@@ -158,11 +166,16 @@ def run() -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more to say
+        except BrokenPipeError:  # the reader went away before the last of it
+            code = EXIT_BROKEN_PIPE if stream is sys.stdout else code
+        except (OSError, ValueError):  # nothing more to say
             pass
     if catch and code == EXIT_TERMINATED:  # die by the signal, as shells expect
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.raise_signal(signal.SIGTERM)
+    if code == EXIT_BROKEN_PIPE and hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGPIPE)
     os._exit(code)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,15 +169,18 @@ def _load_toml(path: Path) -> dict[str, Any]:
         import tomllib  # Python >= 3.11
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
+    from .files import read_regular_file
+
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(read_regular_file(path).decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
 
 
 def _string_list(value: Any, where: str) -> list[str]:
@@ -232,14 +236,14 @@ def load_config_file(path: Path) -> FileConfig:
     pyproject.toml (whatever its file name: one with `[project]`, `[tool]` or
     `[build-system]` is read as one), else the whole file is the table (an
     `autograd-lint.toml`)."""
-    if not path.is_file():
+    if not os.path.isfile(path):
         raise ConfigError(f"config file not found: {path}")
     data = _load_toml(path)
     if path.name == "pyproject.toml" or _looks_like_pyproject(data):
         table = _tool_table(data)
         if table is None:
             hint = " ([tool.autograd_lint] is misspelt: the table is " \
-                f"[tool.{CONFIG_TABLE}])" if _misspelt(data) else ""
+                f"[tool.{CONFIG_TABLE}])" if _misspellings(data) else ""
             raise ConfigError(f"{path}: no [tool.{CONFIG_TABLE}] table{hint}")
     else:
         table = data
@@ -256,11 +260,15 @@ def _tool_table(data: dict[str, Any]) -> Any:
     return tool.get(CONFIG_TABLE) if isinstance(tool, dict) else None
 
 
-def _misspelt(data: dict[str, Any]) -> bool:
-    """`[tool.autograd_lint]` (or `autograd-linter`...) without our table."""
+def _misspellings(data: dict[str, Any]) -> list[str]:
+    """The tables that look like ours and are not read: `[tool.autograd_lint]`
+    (or `autograd-linter`...), whether or not `[tool.autograd-lint]` is there
+    too (its `per-file-ignores` subtable alone makes it so)."""
     tool = data.get("tool", {})
-    return isinstance(tool, dict) and CONFIG_TABLE not in tool and any(
-        key.replace("_", "-").startswith(CONFIG_TABLE) for key in tool)
+    if not isinstance(tool, dict):
+        return []
+    return [key for key in tool if key != CONFIG_TABLE and
+            key.replace("_", "-").startswith(CONFIG_TABLE)]
 
 
 class ConfigFinder:
@@ -306,15 +314,16 @@ class ConfigFinder:
             visited.append(current)
             candidate = current / "pyproject.toml"
             self._consulted[candidate] = _stamp(candidate)
-            if candidate.is_file():
+            # (os.path: False, not PermissionError, in a folder the user cannot search)
+            if os.path.isfile(candidate):
                 data = _load_toml(candidate)
+                for misspelt in _misspellings(data) if self._warn is not None else ():
+                    self._warn(f"{candidate}: [tool.{misspelt}] is not read (the table "
+                               f"is [tool.{CONFIG_TABLE}])")
                 table = _tool_table(data)
                 if table is not None:
                     result = parse_table(table, candidate)
                     break
-                if self._warn is not None and _misspelt(data):
-                    self._warn(f"{candidate}: [tool.autograd_lint] is not read (the table "
-                               f"is [tool.{CONFIG_TABLE}])")
             parent = current.parent
             current = parent if parent != current else None
         for directory_seen in visited:
@@ -338,3 +347,63 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 def cwd() -> Path:
     return Path(os.getcwd())
+
+
+# ---------------------------------------------------------------------------
+# The Python a project requires (`[project] requires-python`)
+# ---------------------------------------------------------------------------
+_LOWER_BOUND = re.compile(r"(>=|~=|==|>)\s*(\d+)\.(\d+)")
+
+
+def minimum_python(specifier: str) -> tuple[int, int] | None:
+    """The oldest Python a `requires-python` specifier admits, as (major,
+    minor): `>=3.12` and `~=3.12` and `==3.12.*` give (3, 12), `>3.11` gives
+    (3, 12) (what the packaging tools install); None without a lower bound."""
+    bounds = []
+    for operator, major, minor in _LOWER_BOUND.findall(specifier):
+        version = (int(major), int(minor))
+        bounds.append((version[0], version[1] + 1) if operator == ">" else version)
+    return max(bounds) if bounds else None
+
+
+class PythonRequirements:
+    """The oldest Python each file's project requires: the nearest
+    pyproject.toml above it that has a `[project]` table (each folder looked
+    at once)."""
+
+    def __init__(self) -> None:
+        self._by_folder: dict[str, tuple[int, int] | None] = {}
+
+    def of(self, path: str) -> tuple[int, int] | None:
+        folder = os.path.dirname(os.path.abspath(path))
+        seen: list[str] = []
+        found: tuple[int, int] | None = None
+        while folder not in self._by_folder:
+            seen.append(folder)
+            project = _project_table(os.path.join(folder, "pyproject.toml"))
+            if project is not None:
+                value = project.get("requires-python")
+                found = minimum_python(value) if isinstance(value, str) else None
+                break
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+        else:
+            found = self._by_folder[folder]
+        for visited in seen:
+            self._by_folder[visited] = found
+        return found
+
+
+def _project_table(path: str) -> dict[str, Any] | None:
+    """`[project]` of a pyproject.toml; None when there is none (or no file,
+    or one that cannot be read: the configuration's own reading says why)."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        data = _load_toml(Path(path))
+    except ConfigError:
+        return None
+    project = data.get("project")
+    return project if isinstance(project, dict) else None

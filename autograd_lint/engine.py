@@ -42,7 +42,8 @@ from .engine_parse import HUGE_BYTES, SPARSE_MIN_BYTES, ParsedFile, _module, _Pa
 from .engine_parts import PartResult, _Parts
 from .engine_scope import ScanTable, _Scope
 from .engine_syntax import SyntaxCheck, decode_source, parse_text, syntax_finding
-from .engine_workers import _load_prctl, _workers_stop_with_run, forking
+from .engine_workers import _workers_stop_with_run, forking
+from .engine_workers import libc_prctl as _load_prctl
 from .files import ProjectRoots, is_test_path
 from .findings import Finding, sort_findings
 from .model import ModuleInfo, ModuleNamer, build_module
@@ -125,7 +126,8 @@ def _op_targets(source: SourceInput, module: ModuleInfo,
 
     if module_ops(module, project) is None:
         return []
-    return [_op_target(source, op) for op in ops_index(project).ops if op.module is module]
+    return [_op_target(source, op) for op in ops_index(project).ops
+            if module.same_file(op.module)]
 
 
 # The rules recurse with the code, a frame or two per level of an
@@ -284,8 +286,8 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
         relevant = [p for p, source in self._by_path.items() if p not in unreadable and (
             source.explicit or not self.prefilter or self.relevance.matters(p)
             or is_notebook(p))]
-        self.result.errors.extend((source.display, scans[p].error or "")
-                                  for p, source in self._by_path.items() if p in unreadable)
+        self.result.skipped.extend((source.display, scans[p].error or "")
+                                   for p, source in self._by_path.items() if p in unreadable)
         # Files read only for what others import (beside named files) are
         # never analysed: parsed when a name leads there.
         reported = {p for p in relevant if not self._by_path[p].context}

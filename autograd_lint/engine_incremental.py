@@ -89,7 +89,8 @@ class _Incremental:
         """What every file's findings depend on besides the files read: the
         settings, the tree's file list (a new file may take a module name an
         import resolved to before) and the names that may be Functions."""
-        tree = hashlib.blake2b("\0".join(self._by_path).encode(), digest_size=16).hexdigest()
+        names = "\0".join(self._by_path).encode("utf-8", "surrogateescape")  # any file name
+        tree = hashlib.blake2b(names, digest_size=16).hexdigest()
         return {"scan_tree": self.scan_tree, "prefilter": self.prefilter, "tree": tree,
                 "candidates": sorted(self.relevance.candidates)}
 

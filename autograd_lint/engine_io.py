@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .files import read_regular_file
 from .notebooks import python_source
 
 if TYPE_CHECKING:
@@ -45,14 +46,16 @@ class SourceInput:
         """The file's bytes (or the editor's text), a notebook's JSON too."""
         if self.text is not None:
             return self.text
-        with open(self.path, "rb") as handle:
-            return handle.read()
+        return read_regular_file(self.path)
 
 
 @dataclass
 class LintResult:
     findings: list[Finding] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
+    # Files that could not be read (permissions, a device or FIFO planted in
+    # the tree): skipped with a warning, as ruff does; the rest is reported.
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     files_checked: int = 0
     functions: list[FunctionTarget] = field(default_factory=list)  # with functions=True
     workers: int = 1  # processes the analysis ran in

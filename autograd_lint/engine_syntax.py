@@ -13,6 +13,7 @@ import tokenize
 import warnings
 from typing import TYPE_CHECKING
 
+from .files import read_regular_file
 from .findings import Finding
 from .registry import RULES
 
@@ -148,8 +149,7 @@ def _compiled_by_this_python(path: str) -> bool:
     flags = int.from_bytes(header[4:8], "little")
     if flags & 1:  # hash-based: the header holds a hash of the source
         try:
-            with open(path, "rb") as handle:
-                return header[8:16] == importlib.util.source_hash(handle.read())
+            return header[8:16] == importlib.util.source_hash(read_regular_file(path))
         except OSError:
             return False
     return (flags == 0 and int.from_bytes(header[8:12], "little") == int(info.st_mtime) & 0xFFFFFFFF
@@ -162,8 +162,7 @@ def _broken_files(paths: list[str]) -> set[str]:
     broken = set()
     for path in paths:
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_regular_file(path)
         except OSError:
             continue  # reported when the file is read for analysis
         try:

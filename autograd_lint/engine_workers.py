@@ -46,7 +46,7 @@ def _workers_stop_with_run(jobs: int | None,
     """Within it, forked workers die with their parent and SIGTERM kills them
     before the run dies by it (when this is the main thread and SIGTERM has
     no handler); a run ending with an exception kills those still running.
-    `load_prctl` finds libc's prctl (default `_load_prctl`): the first run
+    `load_prctl` finds libc's prctl (default `libc_prctl`): the first run
     that forks asks it, and without a prctl workers poll for their parent."""
     if jobs == 1 or not hasattr(os, "register_at_fork"):
         yield  # one process (or no fork: spawned workers are not armed)
@@ -54,7 +54,7 @@ def _workers_stop_with_run(jobs: int | None,
     import signal
     import threading
 
-    _hook_forks(load_prctl or _load_prctl)
+    _hook_forks(load_prctl or libc_prctl)
     before = _children()
     installed = _Workers.runs == 0 and \
         threading.current_thread() is threading.main_thread() and \
@@ -129,7 +129,7 @@ def _hook_forks(load_prctl: Callable[[], Any]) -> None:
                         after_in_child=_after_fork_in_child)
 
 
-def _load_prctl() -> Any:
+def libc_prctl() -> Any:
     """libc's prctl on Linux; None elsewhere, or where it cannot be loaded."""
     if not sys.platform.startswith("linux"):
         return None

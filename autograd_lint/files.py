@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -15,6 +17,42 @@ DEFAULT_EXCLUDES = frozenset({
     "buck-out", "build", "dist", "node_modules", "site-packages", "venv", "__pycache__",
     ".autograd_lint_cache",
 })
+
+
+class NotRegularFile(OSError):
+    """A path that leads to a device, a FIFO or a socket, not a file."""
+
+
+# Opening a FIFO for reading waits for a writer unless non-blocking; a
+# terminal must not become the run's controlling one.
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | \
+    getattr(os, "O_CLOEXEC", 0)
+_FIRST_READ = 1 << 18
+
+
+def read_regular_file(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file, at most as many as its size said when it
+    was opened. What a cloned tree may plant instead of a file is refused or
+    bounded: a link to a device (`/dev/zero`, never ending) or a FIFO (a read
+    that waits forever) raises NotRegularFile; a file of the kernel's that
+    states size 0 and reads on (`/proc/self/pagemap`) reads as empty."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", os.fspath(path))
+        size = status.st_size
+        data = os.read(fd, min(size, _FIRST_READ)) if size else b""
+        if len(data) >= size or not data:
+            return data
+        parts = [data]  # (os.read: buffered file objects cost more for small files)
+        remaining = size - len(data)
+        while remaining > 0 and (chunk := os.read(fd, min(remaining, 1 << 22))):
+            parts.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def _is_virtualenv(directory: str) -> bool:
@@ -138,10 +176,19 @@ def _trim_trailing_spaces(line: str) -> str:
     return line[:end]
 
 
+def _byte_view(text: str) -> str:
+    """A text as the bytes git matches (UTF-8, undecodable bytes as read),
+    one character per byte: git's `?` and `[...]` match one byte, so `?.py`
+    does not match `ø.py` (two bytes) there, nor here."""
+    return text if text.isascii() else \
+        text.encode("utf-8", "surrogateescape").decode("latin-1")
+
+
 def parse_gitignore(text: str) -> tuple[IgnoreRule, ...]:
-    """The rules of a .gitignore's text, in order."""
+    """The rules of a .gitignore's text, in order (matched against paths'
+    bytes, as git matches them: see _byte_view)."""
     rules: list[IgnoreRule] = []
-    for raw in text.removeprefix("\ufeff").split("\n"):
+    for raw in _byte_view(text.removeprefix("\ufeff")).split("\n"):
         line = _trim_trailing_spaces(raw.removesuffix("\r"))
         if not line or line.startswith("#"):
             continue
@@ -170,6 +217,8 @@ class IgnoreFile:
     _paths: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "base", _byte_view(self.base))
+
         def combined(rules: list[IgnoreRule]) -> re.Pattern[str] | None:
             alternatives = "|".join(f"(?:{r.regex.pattern})" for r in rules)
             return re.compile(alternatives, re.DOTALL) if rules else None
@@ -178,7 +227,8 @@ class IgnoreFile:
         object.__setattr__(self, "_paths", combined([r for r in self.rules if not r.basename]))
 
     def verdict(self, path: str, is_dir: bool) -> bool | None:
-        """True: ignored, False: taken back by a `!` line, None: no line matches."""
+        """True: ignored, False: taken back by a `!` line, None: no line
+        matches. (`path` as _byte_view shows it.)"""
         if self.base:
             if not path.startswith(self.base + "/"):
                 return None
@@ -205,6 +255,7 @@ class GitIgnore:
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         """Whether git ignores `path` (from the repository's root, `/`-separated)."""
+        path = _byte_view(path)
         for ignore_file in reversed(self.files):
             verdict = ignore_file.verdict(path, is_dir)
             if verdict is not None:
@@ -214,8 +265,7 @@ class GitIgnore:
     def with_file(self, base: str, path: str) -> GitIgnore:
         """With the ignore file at `path` (if it can be read) added on top."""
         try:
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8", "surrogateescape")
+            text = read_regular_file(path).decode("utf-8", "surrogateescape")
         except OSError:
             return self
         rules = parse_gitignore(text)
@@ -228,16 +278,16 @@ def _repository_ignores(folder: str) -> GitIgnore:
     git = os.path.join(folder, ".git")
     if os.path.isfile(git):
         try:
-            with open(git, encoding="utf-8", errors="surrogateescape") as handle:
-                first = handle.readline().strip()
+            first = read_regular_file(git).decode("utf-8", "surrogateescape")
+            first = first.split("\n", 1)[0].strip()
         except OSError:
             return GitIgnore()
         if not first.startswith("gitdir:"):
             return GitIgnore()
         git = os.path.join(folder, first[len("gitdir:"):].strip())
         with contextlib.suppress(OSError):  # a worktree shares its info/ with the main one
-            with open(os.path.join(git, "commondir"), encoding="utf-8") as handle:
-                git = os.path.join(git, handle.read().strip())
+            common = read_regular_file(os.path.join(git, "commondir"))
+            git = os.path.join(git, common.decode("utf-8", "surrogateescape").strip())
     return GitIgnore().with_file("", os.path.join(git, "info", "exclude"))
 
 
@@ -268,7 +318,9 @@ def _ignores_above(root: str) -> tuple[GitIgnore | None, str]:
 def iter_python_files(root: str | os.PathLike[str],
                       excluded: Callable[[str, bool], bool], *,
                       respect_gitignore: bool = True,
-                      notebooks: bool = False) -> Iterator[str]:
+                      notebooks: bool = False,
+                      unreadable: Callable[[str, OSError], None] | None = None,
+                      ) -> Iterator[str]:
     """Paths (as text) of `.py` files (and, with `notebooks`, `.ipynb` ones)
     under `root`, sorted, skipping excluded and hidden-tool directories and,
     with respect_gitignore, what git ignores (as ruff does).
@@ -277,7 +329,8 @@ def iter_python_files(root: str | os.PathLike[str],
     Links to directories met on the way are not followed (ruff does not
     either): they mostly lead to virtual environments, dependencies or back
     up the tree, and --fix must not write through them. `root` itself is
-    followed, and links to files are listed."""
+    followed, and links to files are listed. A folder that cannot be listed
+    (no permission) is skipped and, with `unreadable`, told to it."""
     start = os.fspath(root)
     ignores, relative = _ignores_above(start) if respect_gitignore else (None, "")
     stack: list[tuple[str, GitIgnore | None, str]] = [(start, ignores, relative)]
@@ -291,7 +344,9 @@ def iter_python_files(root: str | os.PathLike[str],
                 continue
             visited.add((status.st_dev, status.st_ino))
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            if unreadable is not None and not isinstance(exc, FileNotFoundError):
+                unreadable(directory, exc)
             continue
         if respect_gitignore:
             names = {entry.name for entry in entries}
@@ -380,6 +435,85 @@ def fix_destination(path: str, roots: Iterable[str]) -> str | None:
     if any(os.path.commonpath([real, root]) == root for root in roots):
         return real
     return None
+
+
+def fix_target(path: str, roots: Iterable[str]) -> tuple[str | None, str]:
+    """Where a fix (or a noqa comment) of `path` is written, as
+    fix_destination finds it, or None and why not: a link leading outside
+    `roots`, or a file its owner made read-only (a fix must not override
+    what `chmod a-w` says, though replacing the file would succeed)."""
+    destination = fix_destination(path, roots)
+    if destination is None:
+        return None, (f"it is a symlink to {os.path.realpath(path)}, outside the checked "
+                      "folders and project")
+    if is_read_only(destination):
+        return None, "it is read-only"
+    return destination, ""
+
+
+def is_read_only(path: str) -> bool:
+    """Whether an existing file may not be written by this user, or by
+    anyone by its mode (`chmod a-w`: root, who may write it anyway, must not
+    either)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not mode & 0o222 or not os.access(path, os.W_OK)
+
+
+class OutsideProject(OSError):
+    """A write that a symbolic link of the project would lead out of it."""
+
+
+def project_root_here() -> str:
+    """The project of the working directory (its nearest folder holding a
+    project marker, else the working directory itself), as a real path."""
+    here = os.getcwd()
+    root = ProjectRoots().of(os.path.join(here, "__init__.py"))
+    return os.path.realpath(root if root is not None else here)
+
+
+def contained_destination(path: str, root: str) -> str:
+    """The real path a write to `path` reaches. A symbolic link lying inside
+    the project `root` (a real path) may lead only inside it: a link
+    committed to a repository must not make a report or a baseline land in
+    the user's files (raises OutsideProject). Links outside the project (the
+    system's, the user's own folders) are followed as any program does."""
+    resolved = os.sep
+    for part in os.path.abspath(path).split(os.sep):
+        if not part:
+            continue
+        candidate = os.path.join(resolved, part)
+        if os.path.islink(candidate):
+            target = os.path.realpath(candidate)
+            if _inside(resolved, root) and not _inside(target, root):
+                raise OutsideProject(errno.EXDEV, f"{candidate} is a symbolic link to "
+                                     f"{target}, outside the project", path)
+            resolved = target
+        else:
+            resolved = candidate
+    return resolved
+
+
+def _inside(path: str, root: str) -> bool:
+    return os.path.commonpath([path, root]) == root
+
+
+def write_inside_project(path: str, data: bytes) -> None:
+    """Write a file the user named (a report, a baseline) in one step, its
+    folders made as needed, never through a link of the project that leads
+    out of it (contained_destination), never over a read-only file."""
+    destination = contained_destination(path, project_root_here())
+    if os.path.exists(destination):
+        if is_read_only(destination):
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        if not os.path.isfile(destination):  # `-o /dev/stdout`: written, not replaced
+            with open(destination, "wb") as stream:
+                stream.write(data)
+            return
+    os.makedirs(os.path.dirname(destination), exist_ok=True)
+    write_atomically(destination, data)
 
 
 _TEST_FOLDERS = frozenset({"test", "tests"})

@@ -1,7 +1,8 @@
 """The finding model shared by every output and integration."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 SAFE = "safe"
@@ -111,3 +112,63 @@ def sort_findings(findings: list[Finding]) -> list[Finding]:
             seen.add(key)
             unique.append(finding)
     return unique
+
+
+# ---------------------------------------------------------------------------
+# Text from the linted code, as every output shows it
+# ---------------------------------------------------------------------------
+# What must not reach a terminal, a CI log or a report raw: control
+# characters (a newline forges a line, which in a GitHub job is a workflow
+# command; ESC, OSC and BEL drive the terminal; XML forbids most of them),
+# the invisible characters that reorder a line (Trojan Source), and the
+# bytes of a file name that are not UTF-8 (os's surrogate escapes, which no
+# stream can encode).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                     "\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    point = ord(char)
+    if 0xDC80 <= point <= 0xDCFF:  # a byte of a name that is not UTF-8
+        return f"\\x{point - 0xDC00:02x}"
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    return f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}"
+
+
+def shown_text(text: str) -> str:
+    """A text from the linted code (a file name, an op's name, a message
+    quoting either) as outputs show it: what is unsafe to print written as
+    a Python escape (`\\n`, `\\x1b`, `\\xff` for a byte that is not UTF-8)."""
+    if text.isprintable():  # almost always: nothing to do
+        return text
+    return _UNSAFE.sub(_escaped, text)
+
+
+def _picture(match: re.Match[str]) -> str:
+    point = ord(match.group())
+    if point < 0x20:
+        return chr(0x2400 + point)  # Unicode's control pictures: one column each
+    return "\u2421" if point == 0x7F else "\ufffd"
+
+
+def shown_source_line(text: str) -> str:
+    """A source line as the full output quotes it: each unsafe character
+    one visible symbol wide (as ruff shows them), so carets stay aligned."""
+    return text if text.isprintable() else _UNSAFE.sub(_picture, text)
+
+
+def shown_finding(finding: Finding) -> Finding:
+    """A finding with every text from the linted code as shown_text writes it."""
+    texts = (finding.path, finding.message, finding.function or "",
+             finding.fix.title if finding.fix is not None else "")
+    if all(text.isprintable() for text in texts):
+        return finding
+    fix = finding.fix
+    if fix is not None:
+        fix = replace(fix, title=shown_text(fix.title))
+    return replace(finding, path=shown_text(finding.path), message=shown_text(finding.message),
+                   function=shown_text(finding.function) if finding.function else
+                   finding.function, fix=fix)

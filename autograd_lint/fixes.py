@@ -12,6 +12,7 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from .files import read_regular_file
 from .findings import SAFE, UNSAFE, Edit, Finding, Fix
 from .lines import LineIndex
 from .notebooks import is_notebook
@@ -211,8 +212,7 @@ def plan_changes(findings: list[Finding], *, unsafe: bool,
     for display, group in groups.items():
         path = paths.get(display, display)
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_regular_file(path)
             if is_notebook(path):
                 change = _notebook_change(path, display, data, group)
                 changes += [change] if change is not None else []
@@ -255,9 +255,11 @@ def fix_in_rounds(text: str, findings: list[Finding], lint: Callable[[str], list
 def _notebook_change(path: str, display: str, data: bytes,
                      findings: list[Finding]) -> FileChange | None:
     """Fixes in a notebook: applied to its Python view (where the findings'
-    positions are), then made to the cells' own text, and the notebook
-    written back in its own layout; None when nothing applies, or when the
-    cells would not read back as the fixed view (an edit across cells)."""
+    positions are), then made to the cells' own text, which is spliced into
+    the file's JSON text (nothing else of it is written again: outputs with
+    escapes UTF-8 cannot hold stay as they are); None when nothing applies,
+    or when the cells would not read back as the fixed view (an edit across
+    cells)."""
     from .notebooks import NotebookError, read_notebook
 
     try:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import __version__
+from .findings import shown_text
 from .registry import all_rules
 
 # Off unless selected by exact code, like in the CLI (info rules).
@@ -64,5 +65,5 @@ class Flake8Checker:
         codes = frozenset(code for code in RULES
                           if code not in DEFAULT_IGNORED or code in self.opt_in)
         for finding in lint_source(source, self.filename, codes, tree=self.tree):
-            yield (finding.line, finding.column, f"{finding.code} {finding.message}",
+            yield (finding.line, finding.column, f"{finding.code} {shown_text(finding.message)}",
                    type(self))

@@ -12,6 +12,7 @@ import re
 from functools import cached_property
 from itertools import accumulate
 
+from .files import read_regular_file
 from .notebooks import CellMap, NotebookError, is_notebook, read_notebook
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what `ast` counts as a new line
@@ -93,12 +94,15 @@ class SourceLines:
         self._files: dict[str, LineIndex] = {}
         self._cells: dict[str, CellMap] = {}  # notebooks' (shown path)
 
+    def alias(self, shown: str, path: str) -> None:
+        """Find the file shown as `path` under the name `shown` as well."""
+        self._paths[shown] = self._paths.get(path, path)
+
     def index(self, path: str) -> LineIndex:
         if path not in self._files:
             where = self._paths.get(path, path)
             try:
-                with open(where, "rb") as handle:
-                    data = handle.read()
+                data = read_regular_file(where)
             except OSError:
                 data = b""
             text = self._notebook(path, data) if is_notebook(where) else \

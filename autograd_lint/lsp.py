@@ -16,10 +16,14 @@ read at the next lint, and the other open files are linted again. The
 project's file list is walked once and walked again only when one of its
 folders changed on disk (a file added, removed or renamed), not per lint. A
 half-typed buffer is AGF000 at the error; an internal error on one buffer is
-logged and the server stays up; a request it cannot read is answered with an
-error; a stream whose framing broke ends the server (status 2), so that the
-editor starts a new one. The dynamic mode never runs here: the server never
-imports or executes the code being edited.
+logged and the server stays up (a lint with the buffer's project that fails is
+logged and the buffer linted alone: one bad lint never silences the server); a
+request it cannot read is answered with an error; a stream whose framing broke
+ends the server (status 2), so that the editor starts a new one. Notebooks
+(`.ipynb`, their cells too) and documents in another language are left alone:
+no diagnostics, no code actions (a notebook's text is JSON, and its cells'
+lines are not its lines; the command line checks notebooks). The dynamic mode
+never runs here: the server never imports or executes the code being edited.
 """
 from __future__ import annotations
 
@@ -43,9 +47,12 @@ from . import __version__
 from .findings import Finding
 from .fixes import FixResult
 from .lines import LineIndex
+from .notebooks import is_notebook
 
 DEBOUNCE_SECONDS = 0.3
 SOURCE = "autograd-lint"
+# The languages the server lints; a document that names none is judged by its path.
+PYTHON_LANGUAGES = frozenset({"python"})
 # Fix all as ruff's `source.fixAll.ruff`: a `source.fixAll` (run on save) of this server's own.
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 SEVERITY = {"error": types.DiagnosticSeverity.Error,
@@ -207,6 +214,24 @@ class AutogradLintServer(LanguageServer):
         self.linter.forget()
         self.tree.clear()
 
+    def forget_projects(self) -> None:
+        """After a lint failed midway: what it kept of the projects (file
+        lists, scans) may be half updated, so the next lint starts afresh."""
+        from .context import BufferLinter
+
+        self.linter = BufferLinter(refresh_seconds=math.inf)
+        self.tree.clear()
+
+
+def is_linted(document: Any) -> bool:
+    """Whether the server lints a document (pygls' TextDocument): Python,
+    and not a notebook. A notebook's text is JSON, and its cells' lines are
+    not the file's: diagnostics and edits made at the Python view's lines
+    would break it (the command line checks notebooks)."""
+    path = str(getattr(document, "path", "") or document.uri)
+    language = getattr(document, "language_id", None)
+    return not is_notebook(path) and (not language or language in PYTHON_LANGUAGES)
+
 
 def position_encoding(server: AutogradLintServer) -> str:
     try:
@@ -240,7 +265,38 @@ def lint_document(server: AutogradLintServer, uri: str) -> list[Finding]:
 
 
 def lint_text(server: AutogradLintServer, uri: str, source: str) -> list[Finding]:
-    """The findings of `source` as the text of the document `uri`."""
+    """The findings of `source` as the text of the document `uri`, with its
+    project as context. Should that fail (an internal error: an unreadable
+    folder, a file the walk cannot read), it is logged and the text is linted
+    alone, as a file outside any project is: a failure must not silence the
+    server for this buffer (a configuration error is the user's: raised)."""
+    from .config import ConfigError
+
+    try:
+        return _lint_in_project(server, uri, source)
+    except ConfigError:
+        raise
+    except Exception:
+        log.exception("autograd-lint: linting %s with its project failed; "
+                      "linting the file alone", uri)
+        server.forget_projects()
+        return _lint_alone(server, uri, source)
+
+
+def _lint_alone(server: AutogradLintServer, uri: str, source: str) -> list[Finding]:
+    """The findings of `source`, nothing else of its project read."""
+    from .engine import SourceInput, lint_inputs
+
+    path = to_fs_path(uri) or uri
+    buffer = SourceInput(path, path, codes_for(server, path), explicit=True,
+                         text=source.encode("utf-8"))
+    result = lint_inputs([buffer], jobs=1)
+    for where, message in result.errors:
+        log.error("autograd-lint: %s: %s", where, message)
+    return [finding for finding in result.findings if finding.path == path]
+
+
+def _lint_in_project(server: AutogradLintServer, uri: str, source: str) -> list[Finding]:
     from .context import project_root
 
     path = to_fs_path(uri) or uri
@@ -295,8 +351,24 @@ def _line_end(lines: LineIndex, line: int, encoding: str) -> int:
 
 
 def publish(server: AutogradLintServer, uri: str) -> None:
+    """Lint the document and publish its diagnostics. Nothing it raises
+    leaves it (it runs from timers and notifications): an internal error is
+    logged, and the next change, save or open is linted as usual."""
+    try:
+        _publish(server, uri)
+    except Exception:
+        log.exception("autograd-lint failed on %s", uri)
+
+
+def _publish(server: AutogradLintServer, uri: str) -> None:
     from .config import ConfigError, ConfigFinder
 
+    document = server.workspace.get_text_document(uri)
+    if not is_linted(document):  # clear what an earlier server may have shown
+        server.linted.pop(uri, None)
+        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=document.version, diagnostics=[]))
+        return
     if server.configs.stale():  # a pyproject.toml was edited, added or removed
         server.configs = ConfigFinder(Path.cwd())
         server.reported_errors.clear()
@@ -304,7 +376,6 @@ def publish(server: AutogradLintServer, uri: str) -> None:
         for other in list(server.linted):
             if other != uri:
                 schedule(server, other, 0)
-    document = server.workspace.get_text_document(uri)
     version = document.version
     try:
         findings = lint_document(server, uri)
@@ -317,6 +388,7 @@ def publish(server: AutogradLintServer, uri: str) -> None:
         return
     except Exception:  # one buffer's internal error must not take the server down
         log.exception("autograd-lint failed on %s", uri)
+        server.forget_projects()
         return
     server.linted[uri] = (version, findings)
     lines = LineIndex(document.source)
@@ -343,6 +415,8 @@ def current_findings(server: AutogradLintServer, uri: str) -> list[Finding] | No
     """The findings of the document's text as it is now (linted again if it
     changed since its last lint); None when it could not be linted."""
     document = server.workspace.get_text_document(uri)
+    if not is_linted(document):
+        return None
     linted = server.linted.get(uri)
     if linted is None or linted[0] != document.version:
         cancel_pending(server, uri)
@@ -479,7 +553,10 @@ def hover(server: AutogradLintServer, params: types.HoverParams) -> types.Hover 
     from .registry import RULES
 
     uri = params.text_document.uri
-    lines = LineIndex(server.workspace.get_text_document(uri).source)
+    document = server.workspace.get_text_document(uri)
+    if not is_linted(document):
+        return None
+    lines = LineIndex(document.source)
     encoding = position_encoding(server)
     at = params.position
     number = at.line + 1

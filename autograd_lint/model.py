@@ -195,6 +195,11 @@ class ModuleInfo:
     def top_bindings(self) -> dict[str, str | None]:
         return self.scope.bindings
 
+    def same_file(self, other: ModuleInfo) -> bool:
+        """Whether `other` was parsed from this module's file: a sparse parse
+        and the whole parse that completes it are two objects of one file."""
+        return other is self or other.path == self.path
+
     def class_named(self, name: str) -> tuple[ClassInfo, tuple[str, ...]] | None:
         """The class of this module a dotted name (a class key, as bindings
         hold them) starts with, and the attributes after it (`apply`)."""

@@ -11,8 +11,10 @@ under a cell magic whose body is not Python (`%%bash`) is blank throughout.
 Each line of the view is therefore the same line of its cell. A notebook
 whose kernel is not Python has an empty view.
 
-Fixes are applied to the cells' own text and written back into the same
-JSON document (`Notebook.with_edits`), in the file's own layout.
+Fixes are applied to the cells' own text and spliced back into the file's
+JSON text (`Notebook.with_edits`): only the `source` values of the cells
+changed are written, in the file's own layout; every other byte (outputs,
+metadata, number spellings, escapes, duplicate keys) stays as it was.
 
 Only the standard library reads notebooks (no nbformat, no Jupyter), and
 nothing here imports the rest of the package: the outputs, the scan and the
@@ -25,6 +27,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from json.decoder import scanstring
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -51,6 +54,17 @@ _LINE_REFERENCE = re.compile(r"\(line (\d+)\)")
 # A coding declaration on the view's first two lines would make the parser
 # decode the (UTF-8) view in another encoding.
 _CODING = re.compile(r"[ \t\f]*#.*?coding[:=]")
+# JSON's whitespace, between tokens.
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+# A \u escape of a non-ASCII character (not after an escaped backslash).
+_ESCAPED_NON_ASCII = re.compile(r"(?<!\\)(?:\\\\)*\\u(?!00[0-7])[0-9a-fA-F]{4}")
+# A lone surrogate: JSON may escape one (`"\ud800"`), no UTF-8 file can hold it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_DECODER = json.JSONDecoder()
+# One character of a JSON string as spelt: an escaped surrogate pair, an
+# escape, or a character as it is.
+_STRING_UNIT = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+                          r"|\\u[0-9a-fA-F]{4}|\\.|[^\\]", re.DOTALL)
 
 
 def is_notebook(path: str) -> bool:
@@ -240,16 +254,13 @@ class Notebook:
                 return None
             by_cell.setdefault(first[0], []).append((first[1], last[1], text))
         changes = []
-        cells = list(self.document["cells"])  # a copy: the document stays as read
         for index, edits in sorted(by_cell.items()):
             before = sources[index]
             after = before
             for start, end, text in sorted(edits, reverse=True):
                 after = after[:start] + text + after[end:]
             changes.append(CellChange(index + 1, before, after))
-            source = split_lines(after) if isinstance(cells[index]["source"], list) else after
-            cells[index] = {**cells[index], "source": source}
-        return _dumps({**self.document, "cells": cells}, self.raw), changes
+        return _spliced(self.raw, {c.number - 1: c.after for c in changes}), changes
 
 
 @dataclass(frozen=True)
@@ -310,20 +321,127 @@ def _view_cells(cells: tuple[CodeCell, ...]) -> list[list[str]]:
     return result
 
 
-def _dumps(document: dict[str, Any], raw: str) -> str:
-    """The document as JSON in the layout of the file it came from:
-    nbformat's (one-space indentation, non-ASCII as it is, a final line
-    break) or another indentation, a compact file, escaped non-ASCII, CRLF."""
-    indentation = re.match(r"\{\r?\n([ \t]+)\"", raw)
-    ensure_ascii = raw.isascii() and "\\u" in raw
-    if indentation:
-        text = json.dumps(document, indent=indentation.group(1), ensure_ascii=ensure_ascii)
-    else:
-        separators = (", ", ": ") if re.search(r"\":\s", raw) else (",", ":")
-        text = json.dumps(document, separators=separators, ensure_ascii=ensure_ascii)
-    if raw.endswith("\n"):
-        text += "\n"
-    return text.replace("\n", "\r\n") if "\r\n" in raw else text
+# ---------------------------------------------------------------------------
+# Writing back: the new sources spliced into the file's own text
+# ---------------------------------------------------------------------------
+_Span = tuple[int, int]
+
+
+def _spliced(raw: str, sources: dict[int, str]) -> str:
+    """The notebook's text `raw` with the `source` of each cell in `sources`
+    (by index among all cells) replaced; every other byte as it was (a
+    re-serialised document would respell numbers, escapes and drop
+    duplicate keys: the README promises outputs and metadata untouched)."""
+    top = _members(raw, _skip(raw, 0))
+    cells = _elements(raw, top["cells"][0])
+    for index in sorted(sources, reverse=True):  # from the end: earlier spans stay valid
+        start, end = _members(raw, cells[index][0])["source"]
+        raw = raw[:start] + _encoded_source(raw, (start, end), sources[index]) + raw[end:]
+    return raw
+
+
+def _skip(raw: str, at: int) -> int:
+    match = _JSON_SPACE.match(raw, at)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
+
+
+def _members(raw: str, at: int) -> dict[str, _Span]:
+    """The span of each member's value of the JSON object at `at`; of a key
+    given twice, the last (the one `json.loads` keeps). The text was read by
+    `json.loads` already: it is valid JSON."""
+    spans: dict[str, _Span] = {}
+    i = _skip(raw, at + 1)
+    while raw[i] != "}":
+        key, i = scanstring(raw, i + 1)
+        i = _skip(raw, _skip(raw, i) + 1)  # past the colon
+        _, end = _DECODER.raw_decode(raw, i)
+        spans[key] = (i, end)
+        i = _skip(raw, end)
+        i = _skip(raw, i + 1) if raw[i] == "," else i
+    return spans
+
+
+def _elements(raw: str, at: int) -> list[_Span]:
+    """The span of each element of the JSON array at `at`."""
+    spans: list[_Span] = []
+    i = _skip(raw, at + 1)
+    while raw[i] != "]":
+        _, end = _DECODER.raw_decode(raw, i)
+        spans.append((i, end))
+        i = _skip(raw, end)
+        i = _skip(raw, i + 1) if raw[i] == "," else i
+    return spans
+
+
+def _encoded_source(raw: str, span: _Span, text: str) -> str:
+    """A cell's new source as JSON, in the form and layout of its old value
+    at `span`: one string, or a list of lines (nbformat's) laid out as the
+    old list, its unchanged lines in their old spelling."""
+    start, end = span
+    old = raw[start:end]
+    ascii_only = _ascii_style(old, raw)
+    if old.startswith('"'):
+        return _respelt(old, text, ascii_only)
+    elements = _elements(raw, start)
+    spelt = {json.loads(raw[s:e]): raw[s:e] for s, e in reversed(elements)}
+    lines = [spelt.get(line) or _json_string(line, ascii_only) for line in split_lines(text)]
+    if not lines:
+        return "[]"
+    lead, separator, trail = _list_layout(raw, start, end, elements)
+    return "[" + lead + separator.join(lines) + trail + "]"
+
+
+def _list_layout(raw: str, start: int, end: int, elements: list[_Span]) -> tuple[str, str, str]:
+    """The whitespace after `[`, between elements (with the comma) and
+    before `]` of the list at `start`, or of one laid out as the file's
+    others when it was empty."""
+    if elements:
+        lead, trail = raw[start + 1:elements[0][0]], raw[elements[-1][1]:end - 1]
+        if len(elements) > 1:
+            return lead, raw[elements[0][1]:elements[1][0]], trail
+        compact = "\n" not in lead and re.search(r"\",[ \t]", raw) is None
+        return lead, "," + (lead or ("" if compact else " ")), trail
+    indented = re.match(r"\{\r?\n([ \t]+)\"", raw)
+    if indented is None:  # a file on one line
+        return "", ", " if re.search(r"\":\s", raw) else ",", ""
+    newline = "\r\n" if "\r\n" in raw else "\n"
+    line = raw[raw.rfind("\n", 0, start) + 1:start]
+    indentation = line[:len(line) - len(line.lstrip(" \t"))]
+    lead = newline + indentation + indented.group(1)
+    return lead, "," + lead, newline + indentation
+
+
+def _ascii_style(old: str, raw: str) -> bool:
+    """Whether a cell's source is written with non-ASCII escaped (`\\u00e9`):
+    as its old value was, or, if that says nothing, as the file is."""
+    if not old.isascii():
+        return False
+    return bool(_ESCAPED_NON_ASCII.search(old)) or raw.isascii()
+
+
+def _respelt(token: str, text: str, ascii_only: bool) -> str:
+    """`text` as a JSON string that keeps the old `token`'s spelling (its
+    escapes) of the unchanged text before and after the edit."""
+    units = [(unit, json.loads(f'"{unit}"')) for unit in _STRING_UNIT.findall(token[1:-1])]
+    head, start = 0, 0
+    while head < len(units) and text.startswith(units[head][1], start):
+        start += len(units[head][1])
+        head += 1
+    tail, end = len(units), len(text)
+    while tail > head and end - len(units[tail - 1][1]) >= start and \
+            text.endswith(units[tail - 1][1], start, end):
+        end -= len(units[tail - 1][1])
+        tail -= 1
+    kept = "".join(unit for unit, _ in units[:head])
+    middle = _json_string(text[start:end], ascii_only)[1:-1]
+    return '"' + kept + middle + "".join(unit for unit, _ in units[tail:]) + '"'
+
+
+def _json_string(text: str, ascii_only: bool) -> str:
+    """`text` as a JSON string; a lone surrogate escaped (UTF-8 cannot hold one)."""
+    encoded = json.dumps(text, ensure_ascii=ascii_only)
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", encoded)
 
 
 # ---------------------------------------------------------------------------
@@ -358,6 +476,10 @@ def read_notebook(data: bytes | str) -> Notebook:
         code.append(CodeCell(index, source, tuple(cell_python(source))))
     if not _is_python(document.get("metadata")):
         code = []
+    for cell in code:
+        if _SURROGATE.search(cell.source):
+            raise NotebookError(f"cell {cell.number}: its source holds a lone surrogate "
+                                "(an escape such as \\ud800), which no Python file can hold")
     return Notebook(document, tuple(code), raw)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from .findings import Finding
+from .findings import Finding, shown_source_line
 from .lines import SourceLines
 from .registry import RULES, Rule
 
@@ -61,10 +61,27 @@ def line_label(lines: SourceLines, path: str, line: int) -> str:
     return str(shown) if cell is None else f"cell {cell}:{shown}"
 
 
+_OPENING, _CLOSING = "([{", ")]}"
+
+
 def split_message(message: str) -> tuple[str, str | None]:
-    """A message's finding and its advice: `...cycle (a leak); save it with ...`."""
-    head, sep, advice = message.partition("; ")
-    return (head, advice) if sep and advice else (message, None)
+    """A message's finding and its advice: `...cycle (a leak); save it with
+    ...`, split at the first `; ` outside brackets and quoted code (a `; `
+    in `(...)` or in a quoted `a; b` belongs to the finding)."""
+    depth, quoted = 0, False
+    for index, char in enumerate(message):
+        if char == "`":
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth = max(depth - 1, 0)
+        elif char == ";" and depth == 0 and message.startswith("; ", index):
+            advice = message[index + 2:]
+            return (message[:index], advice) if advice else (message, None)
+    return message, None
 
 
 def render_text(findings: list[Finding], stream: TextIO, lines: SourceLines | None = None,
@@ -102,7 +119,7 @@ def render_text(findings: list[Finding], stream: TextIO, lines: SourceLines | No
 def _write_source(stream: TextIO, lines: SourceLines, f: Finding, column: int,
                   paint: Callable[..., str]) -> None:
     """The finding's line, with carets under its first line's span."""
-    text = lines.line(f.path, f.line).rstrip("\r\n").expandtabs(1)
+    text = shown_source_line(lines.line(f.path, f.line).rstrip("\r\n").expandtabs(1))
     if not text.strip():
         return
     if f.end_line == f.line and f.end_column is not None:
@@ -153,6 +170,9 @@ def fix_hint(findings: list[Finding], *, unsafe: bool) -> str | None:
     if not safe:
         return f"[*] {risky} fixable with `--fix --unsafe-fixes`."
     return f"[*] {safe} fixable with {flag}{more}."
+
+
+MORE_HINT = "Each finding's fix: `--format full`; a rule's page: `autograd-lint rule CODE`."
 
 
 def statistics(findings: list[Finding]) -> list[dict[str, object]]:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pylint.checkers import BaseChecker
 from pylint.constants import WarningScope
 
-from .findings import Finding
+from .findings import Finding, shown_text
 from .registry import TREE_ONLY_CODES, Rule, all_rules
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class _AutogradLintChecker(BaseChecker):
                 self.add_message(symbol_for(finding), line=finding.line,
                                  node=_located(node, finding), col_offset=finding.column,
                                  end_lineno=finding.end_line, end_col_offset=finding.end_column,
-                                 args=(finding.message,))
+                                 args=(shown_text(finding.message),))
 
 
 class CtxStateChecker(_AutogradLintChecker):

@@ -79,6 +79,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         recorder.save()
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-k`/`-m` deselect: they see these items too
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
     if not config.getoption("autograd_gradcheck"):
@@ -91,6 +92,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         _say(config, f"--autograd-gradcheck: no custom autograd Function in "
                      f"{', '.join(paths)}; name the folder that defines them "
                      "(`--autograd-gradcheck-path src/`)")
+    added = list(_items(session, config, targets))
+    _report_collected(config, added)
+    items.extend(added)
+
+
+def _items(session: pytest.Session, config: pytest.Config,
+           targets: list[FunctionTarget]) -> Iterator[GradcheckItem]:
     shared = Counter((t.display, t.qualname) for t in targets)
     for target in targets:
         # Two classes of one name in a file: the line tells their tests apart.
@@ -99,9 +107,20 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if target.op:
             label = target.op
         kind = "opcheck" if target.op else "gradcheck"  # a custom op: torch.library.opcheck
-        items.append(GradcheckItem.from_parent(
+        yield GradcheckItem.from_parent(
             session, name=f"{kind}[{label}]",
-            nodeid=f"{_node_path(target.path, config)}::{kind}[{label}]", target=target))
+            nodeid=f"{_node_path(target.path, config)}::{kind}[{label}]", target=target)
+
+
+def _report_collected(config: pytest.Config, items: list[GradcheckItem]) -> None:
+    """Tell pytest's reporters these items were collected, as a collector's
+    report does: its counts ("collected N items", "N selected" after `-k`)
+    are made from those reports, not from the final list of items."""
+    for item in items:
+        item.ihook.pytest_itemcollected(item=item)
+    if items:
+        config.hook.pytest_collectreport(report=pytest.CollectReport(
+            "", "passed", None, items))
 
 
 def _node_path(path: str, config: pytest.Config) -> str:

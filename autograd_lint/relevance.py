@@ -15,7 +15,7 @@ findings never depend on it; a test compares runs with and without it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -314,24 +314,39 @@ def aliases_in(gained: dict[str, set[str]],
         if data is None:
             continue
         found = by_path.setdefault(path, set())
-        for name in names:
-            word = name.encode()
-            start = data.find(word)
-            while start >= 0:
-                line_start = data.rfind(b"\n", 0, start) + 1
-                line_end = data.find(b"\n", start)
-                line = data[line_start: line_end if line_end >= 0 else len(data)]
-                match = _ALIAS_LINE.match(line)
-                if match is not None and match.group("value").rpartition(b".")[2] == word:
-                    found.update(t.decode("latin-1")
-                                 for t in _TARGET.findall(match.group("targets")))
-                start = data.find(word, start + len(word))
+        words = {name.encode() for name in names}
+        for match in _alias_lines(data, words):
+            if match.group("value").rpartition(b".")[2] in words:
+                found.update(t.decode("latin-1") for t in _TARGET.findall(match.group("targets")))
     return by_path
+
+
+# Past this many names, one pass over the file's lines beats a search per name
+# (a file defining thousands of Functions gains thousands of names).
+_NAMES_SEARCHED_ONE_BY_ONE = 8
+
+
+def _alias_lines(data: bytes, words: set[bytes]) -> Iterator[re.Match[bytes]]:
+    """The lines of `data` that bind names to a dotted value (_ALIAS_LINE):
+    around each occurrence of a few words, or all of them for many."""
+    if len(words) > _NAMES_SEARCHED_ONE_BY_ONE:
+        yield from _ALIAS_LINES.finditer(data)
+        return
+    for word in words:
+        start = data.find(word)
+        while start >= 0:
+            line_start = data.rfind(b"\n", 0, start) + 1
+            line_end = data.find(b"\n", start)
+            match = _ALIAS_LINE.match(data[line_start: line_end if line_end >= 0 else len(data)])
+            if match is not None:
+                yield match
+            start = data.find(word, start + len(word))
 
 
 # `A = B: T = pkg.Name  # comment`: targets, then the value.
 _ALIAS_LINE = re.compile(rb"[ \t]*(?P<targets>(?:[A-Za-z_]\w*[ \t]*(?::[^=\n]*)?=[ \t]*)+)"
                          rb"(?P<value>[A-Za-z_][\w.]*)[ \t]*(?:#.*)?\r?$")
+_ALIAS_LINES = re.compile(rb"^" + _ALIAS_LINE.pattern, re.M)
 _TARGET = re.compile(rb"([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=")
 
 
@@ -377,7 +392,7 @@ def _dotted_chunk(paths: list[str], names: frozenset[str], leaves: frozenset[str
                   words: AttributeWords | None = None) -> dict[str, frozenset[str]]:
     found: dict[str, frozenset[str]] = {}
     wanted = {name.encode() for name in names}
-    module_parts = {leaf.encode() for leaf in leaves}
+    module_parts = {leaf.encode("utf-8", "surrogateescape") for leaf in leaves}
     for path in paths:
         if words is not None and not wanted.intersection(words(path) or ()):
             continue

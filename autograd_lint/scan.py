@@ -14,7 +14,7 @@ import os
 import re
 from typing import NamedTuple
 
-from .files import is_test_path
+from .files import is_test_path, read_regular_file
 from .notebooks import scanned_source
 
 # A class header up to its bases, `class Name(` or `class Name[T](` (type
@@ -253,20 +253,7 @@ def read_file(path: str) -> bytes | None:
 
 
 def _read(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        data = os.read(fd, _FIRST_READ)
-        if len(data) < _FIRST_READ:
-            return data
-        parts = [data]
-        while chunk := os.read(fd, 1 << 22):
-            parts.append(chunk)
-        return b"".join(parts)
-    finally:
-        os.close(fd)
-
-
-_FIRST_READ = 1 << 18
+    return read_regular_file(path)
 
 
 def scan_file(path: str) -> FileScan:

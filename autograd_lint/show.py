@@ -16,8 +16,10 @@ if TYPE_CHECKING:
 def show_files(inputs: list[SourceInput], out: TextIO) -> None:
     """The files a run reports on, one per line, sorted (not the project
     files read only for what the named ones import)."""
+    from .findings import shown_text
+
     for shown in sorted(i.display for i in inputs if not i.context):
-        out.write(f"{shown}\n")
+        out.write(f"{shown_text(shown)}\n")
 
 
 def show_settings(path: str, config: FileConfig, how: str, codes: frozenset[str],
@@ -44,5 +46,7 @@ def show_settings(path: str, config: FileConfig, how: str, codes: frozenset[str]
         ("cache directory", str(cache_directory) if cache_directory is not None else
          "(none: --no-cache)"),
     ]
-    for label, value in rows:
-        out.write(f"{label}: {value}\n")
+    from .findings import shown_text
+
+    for label, value in rows:  # paths and patterns: the tree's and its configuration's
+        out.write(f"{label}: {shown_text(value)}\n")

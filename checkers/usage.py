@@ -7,6 +7,7 @@ through each call site's own scope, and across modules through the project.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -39,6 +40,10 @@ class Site:
     expects_error: bool = False  # inside `with pytest.raises(...)`: a call meant to fail
 
 
+_NAMES_SEARCHED_ONE_BY_ONE = 8
+_WORD = re.compile(r"\w+")
+
+
 class CallSites:
     """Every call in a module, with its site (scope, class and grad mode).
 
@@ -55,6 +60,12 @@ class CallSites:
         # Lines as the parser counts them (str.splitlines also breaks at form
         # feeds and other characters that are spaces to Python).
         self._lines = LINE_BREAK.split(module.source) if names is not None else []
+        # Many names (a module defining thousands of Functions): a statement
+        # mentions one when one of its words is one; a search per name costs
+        # names x statements.
+        self._words = frozenset(names) if names is not None and \
+            len(names) > _NAMES_SEARCHED_ONE_BY_ONE and all(n.isidentifier() for n in names) \
+            else None
 
     def __iter__(self) -> Iterator[tuple[ast.Call, Site]]:
         yield from self._block(self.module.tree.body, Site(self.module.scope, None, False, False))
@@ -65,6 +76,8 @@ class CallSites:
         first = (stmt.decorator_list[0].lineno if getattr(stmt, "decorator_list", None)
                  else stmt.lineno)
         text = "\n".join(self._lines[first - 1: stmt.end_lineno or stmt.lineno])
+        if self._words is not None:
+            return not self._words.isdisjoint(_WORD.findall(text))
         return any(name in text for name in self.names)
 
     def _block(self, body: list[ast.stmt], site: Site) -> Iterator[tuple[ast.Call, Site]]:

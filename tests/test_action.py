@@ -287,6 +287,26 @@ def test_sarif_at_a_path_of_ones_choice_without_upload(action) -> None:
     assert "AGF001" in {r["ruleId"] for r in log["runs"][0]["results"]}
 
 
+@pytest.mark.parametrize("committed", ["autograd-lint.sarif", "reports"])
+def test_a_committed_link_never_leads_the_sarif_log_out_of_the_workspace(
+        action, tmp_path: Path, committed: str) -> None:
+    """A link at the log's path (or on the way to it) that a repository
+    commits: the log is not written through it (a shell's `>` truncated the
+    file it led to, the Action's own venv binary among them)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "autograd-lint.sarif").write_text("the runner's own file\n")
+    link = tmp_path / "workspace" / committed
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(outside / "autograd-lint.sarif" if committed.endswith(".sarif") else outside)
+    sarif = committed if committed.endswith(".sarif") else f"{committed}/new/lint.sarif"
+    done, _ = action(sarif=sarif)
+    written = done["Write the SARIF log"]
+    assert written.returncode == 2 and "outside the project" in written.stderr
+    assert (outside / "autograd-lint.sarif").read_text() == "the runner's own file\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["autograd-lint.sarif"]
+
+
 @pytest.mark.parametrize("sarif", ["false", "true"])
 def test_an_error_fails_the_action_even_with_exit_zero(action, sarif: str) -> None:
     done, _ = action(args="--select NOPE", exit_zero="true", sarif=sarif)

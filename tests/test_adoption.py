@@ -75,6 +75,24 @@ def test_add_noqa_silences_every_finding_once(project: Path, capsys) -> None:
     assert (project / "ops.py").read_text(encoding="utf-8") == text  # idempotent
 
 
+def test_add_noqa_on_mixed_line_endings_silences_each_line_once(project: Path,
+                                                                  capsys) -> None:
+    """Lines ended by "\\n", "\\r\\n" and a lone "\\r" in one file: every
+    finding's comment goes on its own line, and a second run adds none."""
+    lines = BUGGY.splitlines()
+    endings = ["\n", "\r", "\r\n"]
+    (project / "ops.py").write_bytes("".join(
+        line + endings[number % 3] for number, line in enumerate(lines)).encode("utf-8"))
+    code, _, _ = run(capsys, "ops.py", "--add-noqa")
+    assert code == 0
+    code, out, _ = run(capsys, "ops.py", "--format", "json")
+    assert code == 0 and json.loads(out) == []
+    text = (project / "ops.py").read_bytes()
+    assert text.count(b"AGF001") == 3  # one comment per line with findings
+    code, _, err = run(capsys, "ops.py", "--add-noqa")
+    assert "Added 0 noqa directives." in err and (project / "ops.py").read_bytes() == text
+
+
 def test_add_noqa_skips_a_line_inside_a_string(project: Path, capsys) -> None:
     (project / "ops.py").write_text(textwrap.dedent('''\
         import torch

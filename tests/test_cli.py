@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from autograd_lint.cli import main
+from autograd_lint.output import MORE_HINT
 
 from .helpers import PEDANTIC_AGF001, ROOT
 
@@ -87,8 +88,9 @@ def test_text_output_lines_and_summary(tree: Path, capsys) -> None:
     lines = out.splitlines()
     assert lines[0].startswith("pkg/leaky.py:7:9: AGF001 [ctx-tensor-attribute] `ctx.y`")
     assert any(line.startswith("pkg/leaky.py:8:34: AGF002 [save-non-tensor]") for line in lines)
-    assert lines[-2] == "Found 3 findings (2 errors, 1 warning) in 1 file."
-    assert lines[-1] == "[*] 1 fixable with `--fix --unsafe-fixes`."
+    assert lines[-3] == "Found 3 findings (2 errors, 1 warning) in 1 file."
+    assert lines[-2] == "[*] 1 fixable with `--fix --unsafe-fixes`."
+    assert lines[-1] == MORE_HINT
 
 
 def test_clean_file_exits_zero(tree: Path, capsys) -> None:

@@ -126,3 +126,16 @@ def test_registered_under_the_agf_prefix() -> None:
 
     [entry] = [e for e in entry_points(group="flake8.extension") if e.name == "AGF"]
     assert entry.value == "autograd_lint.flake8_plugin:Flake8Checker"
+
+
+def test_a_forged_op_name_reaches_flake8_escaped(tmp_path: Path) -> None:
+    """Text from the code (an op's name) never forges a line or a terminal
+    escape in flake8's output."""
+    (tmp_path / "ops.py").write_text(
+        "import torch\n\n\n@torch.library.custom_op(\n"
+        '    "ns::x\\n::error file=README.md::forged\\x1b[2J", mutates_args=())\n'
+        "def scale(x: torch.Tensor) -> torch.Tensor:\n    x.mul_(2)\n    return x.clone()\n")
+    proc = flake8(tmp_path, "--select", "AGF403", "ops.py")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.count("\n") == 1 and "\x1b" not in proc.stdout
+    assert "ns::x\\n::error file=README.md::forged\\x1b[2J" in proc.stdout

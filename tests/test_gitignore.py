@@ -40,6 +40,15 @@ def test_a_name_matches_at_any_depth_a_slash_anchors() -> None:
         "sub/deep.py": True, "x/sub/deep.py": False}
 
 
+def test_wildcards_match_bytes_as_git_matches_them() -> None:
+    """git matches a name's UTF-8 bytes: `?` is one byte, so `?.py` leaves
+    `ø.py` (two bytes) alone, which a walk must then check (it was skipped)."""
+    assert ignored("?.py\n", "a.py", "ø.py", "øø.py") == {
+        "a.py": True, "ø.py": False, "øø.py": False}
+    assert ignored("??.py\n[!a]?.py\n", "ø.py", "ab.py") == {"ø.py": True, "ab.py": True}
+    assert ignored("ø*.py\n", "øx.py", "o.py") == {"øx.py": True, "o.py": False}
+
+
 def test_a_trailing_slash_matches_folders_only() -> None:
     assert ignored("out/\n", "out/", "a/out/", "out") == {
         "out/": True, "a/out/": True, "out": False}

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -58,7 +60,9 @@ class Session:
 
 def run_session(root: Path, body: Callable[[Session], Awaitable[None]],
                 capabilities: types.ClientCapabilities | None = None,
-                command: Sequence[str] = ("-m", "autograd_lint", "server")) -> None:
+                command: Sequence[str] = ("-m", "autograd_lint", "server"),
+                prefix: Sequence[str] = ()) -> None:
+    """Run `body` against a server started as `prefix python command`."""
     async def main() -> None:
         client = LanguageClient("test-client", "1")
         session = Session(client)
@@ -71,7 +75,8 @@ def run_session(root: Path, body: Callable[[Session], Awaitable[None]],
         def on_message(params: types.ShowMessageParams) -> None:
             session.messages.put_nowait(params)
 
-        await client.start_io(sys.executable, *command, cwd=str(root))
+        program, *arguments = (*prefix, sys.executable, *command)
+        await client.start_io(program, *arguments, cwd=str(root))
         try:
             initialized = await client.initialize_async(types.InitializeParams(
                 capabilities=capabilities or types.ClientCapabilities(),
@@ -825,3 +830,174 @@ def test_hover_shows_the_rule_of_a_finding_and_of_a_noqa_code(tmp_path: Path) ->
         assert await hover(session, 1, 3) is None  # `import torch`
 
     run_session(tmp_path, body)
+
+
+# -- notebooks and other languages; a lint that fails -----------------------------
+def _notebook_json(*cells: str) -> str:
+    """A notebook (nbformat 4, nbformat's layout) of these code cells."""
+    return json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}",
+                                  "metadata": {}, "outputs": [],
+                                  "source": cell.splitlines(keepends=True)}
+                                 for i, cell in enumerate(cells)],
+                       "metadata": {"kernelspec": {"name": "python3", "language": "python",
+                                                   "display_name": "Python 3"}},
+                       "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+def test_notebooks_and_other_languages_are_left_alone(tmp_path: Path) -> None:
+    """A notebook's text is JSON and its cells' lines are not its lines:
+    diagnostics, quick fixes, noqa edits and fix-all made at the Python
+    view's lines would break it. The server publishes nothing for it (nor
+    for a cell of one, nor for a document in another language) and offers
+    no code action; the command line checks notebooks."""
+    select_fixable(tmp_path)
+    notebook = tmp_path / "nb.ipynb"
+    text = _notebook_json(BUGGY, "y = Scale()(1)")
+    notebook.write_text(text)
+    cell = f"vscode-notebook-cell:{notebook.as_posix()}#W0sZmlsZQ%3D%3D"
+    documents = [(notebook.as_uri(), "python", text),  # a client that attaches to any file
+                 ((tmp_path / "other.ipynb").as_uri(), "json", text),
+                 (cell, "python", BUGGY),
+                 ((tmp_path / "notes.md").as_uri(), "markdown", BUGGY)]
+
+    async def body(session: Session) -> None:
+        for version, (uri, language, content) in enumerate(documents, start=1):
+            session.client.text_document_did_open(types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id=language,
+                                                     version=version, text=content)))
+            published = await asyncio.wait_for(session.diagnostics.get(), 30)
+            assert (published.uri, list(published.diagnostics)) == (uri, []), language
+            assert await _actions(session, uri, None) == []
+            assert await _actions(session, uri, ["source.fixAll"]) == []
+            assert await session.client.text_document_hover_async(types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=types.Position(5, 9))) is None
+        replace_all(session, notebook.as_uri(), text, text.replace("Scale()", "Scale ()"), 9)
+        assert await session.next_diagnostics() == []
+        # A Python file beside them is linted as ever.
+        open_document(session, (tmp_path / "ops.py").as_uri(), BUGGY)
+        assert "AGF103" in {d.code for d in await session.next_diagnostics()}
+
+    run_session(tmp_path, body)
+
+
+# Runs the server with a failure planted: argv[1] says which.
+PLANTED_FAILURE = """
+import sys
+import autograd_lint.context as context
+import autograd_lint.engine as engine
+from autograd_lint.cli import run
+
+which, lint_inputs = sys.argv.pop(1), engine.lint_inputs
+failed = []
+
+
+def walk_fails(root, excluded):  # every walk of the project (an unreadable tree)
+    raise PermissionError(13, "Permission denied", root)
+
+
+def fails_once(*args, **kwargs):  # the first lint only
+    if not failed:
+        failed.append(True)
+        raise RuntimeError("a planted failure")
+    return lint_inputs(*args, **kwargs)
+
+
+if which == "walk":
+    context.project_files = walk_fails
+else:
+    engine.lint_inputs = fails_once
+sys.argv[1:] = ["server"]
+run()
+"""
+
+
+@pytest.mark.parametrize("which", ["walk", "once"])
+def test_a_lint_that_fails_never_silences_the_server(tmp_path: Path, which: str) -> None:
+    """A lint that raises (every walk of the project, or the first lint) is
+    logged; the buffer still gets its own findings, and every later change
+    is linted and published."""
+    select_fixable(tmp_path)
+    uri = (tmp_path / "ops.py").as_uri()
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, BUGGY)
+        assert {d.code for d in await session.next_diagnostics(15)} >= {"AGF103", "AGF213"}
+        replace_all(session, uri, BUGGY, CLEAN, 2)
+        assert await session.next_diagnostics(15) == []
+        replace_all(session, uri, CLEAN, BUGGY, 3)
+        assert {d.code for d in await session.next_diagnostics(15)} >= {"AGF103", "AGF213"}
+        [fix_all] = await _actions(session, uri, ["source.fixAll"])
+        assert fix_all.title == "autograd-lint: fix all (2 safe fixes)"
+
+    run_session(tmp_path, body, command=("-c", PLANTED_FAILURE, which))
+
+
+def _unreadable_project(root: Path) -> Path:
+    """A project with a folder no one may list (mode 000) and a Function in a
+    readable file; the buffer's file uses it. Returns the locked folder."""
+    select_fixable(root)
+    (root / "fns.py").write_text(SQUARE)
+    locked = root / "locked"
+    locked.mkdir()
+    (locked / "hidden.py").write_text(BUGGY)
+    locked.chmod(0)
+    return locked
+
+
+def _cannot_read_prefix(locked: Path) -> list[str]:
+    """A command prefix under which `locked` cannot be read: none for a
+    user; for root (who reads everything), setpriv dropping the capabilities
+    that let it. Skips the test where there is no such way."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root reads every folder, and setpriv is missing")
+    prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+    listing = "import os, sys; os.listdir(sys.argv[1])"
+    probe = subprocess.run([*prefix, sys.executable, "-c", listing, str(locked)],
+                           capture_output=True, text=True, check=False)
+    if "PermissionError" not in probe.stderr:
+        pytest.skip("root reads every folder, and setpriv cannot drop that here")
+    return prefix
+
+
+USE_SQUARE = "from fns import Square\n\n\ndef square(x):\n    return Square()(x)\n"
+
+
+def test_an_unreadable_folder_never_silences_the_server(tmp_path: Path) -> None:
+    """The language server's part: whatever reading the project raises, the
+    buffer is linted and published, on open and on every change."""
+    locked = _unreadable_project(tmp_path)
+    prefix = _cannot_read_prefix(locked)
+    uri = (tmp_path / "ops.py").as_uri()
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, BUGGY)
+        assert {d.code for d in await session.next_diagnostics(15)} >= {"AGF103", "AGF213"}
+        replace_all(session, uri, BUGGY, CLEAN, 2)
+        assert await session.next_diagnostics(15) == []
+
+    try:
+        run_session(tmp_path, body, prefix=prefix)
+    finally:
+        locked.chmod(0o755)
+
+
+def test_an_unreadable_folder_leaves_the_rest_of_the_project_read(tmp_path: Path) -> None:
+    """The file-reading layer's part (files.py, config.py): the folder is
+    skipped, and the Functions of the project's readable files are known."""
+    locked = _unreadable_project(tmp_path)
+    prefix = _cannot_read_prefix(locked)
+    uri = (tmp_path / "use.py").as_uri()
+
+    async def body(session: Session) -> None:
+        open_document(session, uri, USE_SQUARE)
+        diagnostics = await session.next_diagnostics(15)
+        assert [(d.code, d.range.start.line) for d in diagnostics] == [("AGF105", 4)]
+
+    try:
+        run_session(tmp_path, body, prefix=prefix)
+    finally:
+        locked.chmod(0o755)

@@ -151,3 +151,54 @@ def test_every_message_is_one_sentence_with_a_fix() -> None:
             assert ";" in finding.message or finding.code == "AGF000", finding.message
             assert not finding.message.endswith("."), finding.message
             assert not re.search(r"\{[a-z_]+\}", finding.message), finding.message
+
+
+def _balanced(text: str) -> bool:
+    """Brackets outside quoted code close in order, and quotes pair up."""
+    outside = "".join(text.split("`")[::2]) if text.count("`") % 2 == 0 else None
+    if outside is None:
+        return False
+    stack: list[str] = []
+    for char in outside:
+        if char in "([{":
+            stack.append(")]}"["([{".index(char)])
+        elif char in ")]}":
+            if not stack or stack.pop() != char:
+                return False
+    return not stack
+
+
+def test_every_message_splits_into_a_balanced_head_and_its_fix() -> None:
+    """The concise output shows a message's head: it is cut at the advice's
+    `; `, never at one inside brackets or quoted code."""
+    from autograd_lint.output import split_message
+    from autograd_lint.registry import RULES
+
+    from .helpers import ALL_CODES, FIXTURES
+
+    seen = set()
+    for path in sorted((FIXTURES / "rules").glob("*.py")):
+        for finding in lint(path.read_text(), ALL_CODES):
+            head, advice = split_message(finding.message)
+            assert _balanced(head), finding.message
+            assert advice is not None or finding.code == "AGF000", finding.message
+            seen.add(finding.code)
+    assert len(seen) > 40
+    # Every rule's template, with a quoted name and a parenthesis holding `; `.
+    for code, rule in RULES.items():
+        fields = {name: "`a; b` (c; d)" for name in re.findall(r"\{(\w+)", rule.message)}
+        try:
+            message = rule.format(**fields)
+        except (KeyError, IndexError, ValueError):
+            continue
+        head, _ = split_message(message)
+        assert _balanced(head), (code, head)
+
+
+def test_advice_after_a_semicolon_in_parentheses_is_kept() -> None:
+    from autograd_lint.output import split_message
+
+    head, advice = split_message("`F(...)` instantiates a Function (legacy; raises); "
+                                 "call `F.apply(...)` instead")
+    assert head == "`F(...)` instantiates a Function (legacy; raises)"
+    assert advice == "call `F.apply(...)` instead"

@@ -144,3 +144,63 @@ def test_files_too_large_to_parse_whole_still_report_syntax_errors(tmp_path: Pat
             assert codes == [(LEAKY.count("\n") + HUGE_BYTES // 1000 + 1, "AGF000")]
         else:
             assert (7, "AGF001") in codes and "AGF000" not in {code for _, code in codes}
+
+
+# ---------------------------------------------------------------------------
+# Large files that register a custom op's autograd
+# ---------------------------------------------------------------------------
+_OP_REGISTRATIONS = {
+    # The op's Python object registers its callbacks.
+    "method": 'scale.register_autograd(backward, setup_context=setup_context)',
+    # torch.library's function, by the op's name.
+    "function": 'torch.library.register_autograd("mylib::{name}", backward, '
+                'setup_context=setup_context)',
+}
+_OP_BODY = '''\
+import torch
+
+
+{padding_before}
+def setup_context(ctx, inputs, output):
+    x, s = inputs
+    ctx.x = x
+    ctx.s = s
+
+
+def backward(ctx, grad):
+    grad.mul_(ctx.s)
+    return grad, None
+
+
+@torch.library.custom_op("mylib::{name}", mutates_args=())
+def scale(x: torch.Tensor, s: float) -> torch.Tensor:
+    return x * s
+
+
+{registration}
+{padding_after}
+'''
+
+
+def _helpers(count: int, prefix: str) -> str:
+    return "".join(f"def {prefix}_{i}(a, b):\n    return a + b * {i}\n\n\n"
+                   for i in range(count))
+
+
+@pytest.mark.parametrize("registration", sorted(_OP_REGISTRATIONS))
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_large_file_keeps_the_findings_of_its_op_callbacks(
+        tmp_path: Path, registration: str, where: str) -> None:
+    """The sparse parse keeps an op's registration but not always the defs it
+    names; the op's setup_context and backward are checked all the same."""
+    padding = _helpers(600, "helper")
+    text = _OP_BODY.format(name=f"op_{registration}",
+                           registration=_OP_REGISTRATIONS[registration].format(
+                               name=f"op_{registration}"),
+                           padding_before=padding if where == "before" else "",
+                           padding_after=padding if where == "after" else "")
+    (tmp_path / "big_ops.py").write_text(text)
+    assert len(text) > SPARSE_MIN_BYTES
+    filtered, whole = run(tmp_path, prefilter=True), run(tmp_path, prefilter=False)
+    assert finding_rows(filtered) == finding_rows(whole)
+    assert {"AGF001", "AGF006"} <= {f.code for f in filtered}

@@ -49,11 +49,11 @@ def op_functions(module: ModuleInfo, project: Project) -> list[FunctionClass]:
     views = []
     for op in ops_index(project).ops:
         impl = op.impl
-        if op.module is not module or impl is None or impl.module is not module:
+        if not module.same_file(op.module) or impl is None or not module.same_file(impl.module):
             continue
         for _, backward, setup in op.autograd:
-            if backward is None or setup is None or backward.module is not module or \
-                    setup.module is not module:
+            if backward is None or setup is None or not module.same_file(backward.module) or \
+                    not module.same_file(setup.module):
                 continue
             name = op.python_name or (op.qualified or "op").rpartition("::")[2]
             anchor = impl.node

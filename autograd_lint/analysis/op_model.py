@@ -564,7 +564,14 @@ def ops_index(project: Project) -> OpsIndex:
     names = project.cache.get("op_module_names")
     if isinstance(names, list):
         project.load_modules(names)  # a run in parts: the other parts' op modules too
-    found = [m for m in (module_ops(module, project) for module in project.all_modules()) if m]
+    # One file's ops once: a sparse parse completed by a whole one is two
+    # module objects of the same file, and both collect the whole file's ops.
+    by_file: dict[str, _ModuleOps] = {}
+    for module in project.all_modules():
+        collected = module_ops(module, project)
+        if collected is not None:
+            by_file.setdefault(collected.module.path, collected)
+    found = list(by_file.values())
     by_key: dict[tuple[str | None, str], list[Op]] = {}
     for collected in found:
         root = project.root_of(collected.module.path)

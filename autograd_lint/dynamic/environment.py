@@ -1,6 +1,7 @@
 """Whether this Python can run the dynamic mode at all, asked before any
 Function is: a missing torch is one error for the run (exit 2), not one
-AGD900 per Function. Nothing here imports torch (the parent never does)."""
+AGD900 per Function; so is `--device cuda` where torch finds no CUDA.
+Nothing here imports torch (the parent never does)."""
 from __future__ import annotations
 
 import importlib.util
@@ -14,6 +15,9 @@ def missing_for_dynamic(device: str, triton_interpreter: bool) -> str | None:
         return (f"--dynamic needs torch, which {sys.executable} cannot import; install it "
                 "(the `dynamic` extra of autograd-lint: pip install './autograd-lint[dynamic]' "
                 "from a clone) or leave --dynamic out")
+    if device == "cuda" and not _cuda_available(device):
+        return ("--device cuda, but torch finds no CUDA device here; pass --device cpu, or "
+                "--device auto to use CUDA where there is one")
     if triton_interpreter and device != "cuda" and _installed("triton") and \
             not _installed("numpy") and not _cuda_available(device):
         return ("--dynamic on the CPU runs Triton kernels through Triton's interpreter, which "
@@ -29,13 +33,15 @@ def _installed(name: str) -> bool:
 
 
 def _cuda_available(device: str) -> bool:
-    """`--device auto` finds CUDA in the worker; asked here only in the rare
-    case that decides an error (triton without numpy)."""
+    """`--device auto` finds CUDA in the worker; asked here only where the
+    answer decides an error: `--device cuda`, and triton without numpy."""
     if device == "cpu":
         return False
     try:
         probe = subprocess.run([sys.executable, "-c",
-                                "import torch; print(torch.cuda.is_available())"],
+                                # not the working directory's `types.py`
+                                "import sys; sys.path.pop(0); import torch; "
+                                "print(torch.cuda.is_available())"],
                                capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.SubprocessError):
         return False

@@ -4,7 +4,8 @@ NotChecked: the Function could not be checked (AGD900). CodeError: forward or
 backward fails whatever the inputs (AGD003). Unsynthesizable: no guess fits a
 parameter (input synthesis, and the one-process group a recorded call may
 need). `first_line` is the one line an exception is reported as;
-`environmental` tells an error of the machine from one of the code.
+`environmental` tells an error of the machine from one of the code, and
+`out_of_memory` an allocation that failed.
 """
 from __future__ import annotations
 
@@ -48,6 +49,23 @@ def _failed_assertion(exc: BaseException) -> str:
     code = frame.tb_frame.f_code
     line = linecache.getline(code.co_filename, frame.tb_lineno).strip()
     return f"`{line}` ({os.path.basename(code.co_filename)}:{frame.tb_lineno})"
+
+
+# How running out of memory reads: Python's MemoryError, torch's
+# OutOfMemoryError (CUDA, MPS, XPU) and its CPU allocator's RuntimeError.
+_OUT_OF_MEMORY = re.compile(
+    r"^(MemoryError|OutOfMemoryError)\b|DefaultCPUAllocator: (can't allocate memory|not enough "
+    r"memory)|\b(CUDA|MPS backend|XPU) out of memory\b")
+
+
+def out_of_memory(error: BaseException | str) -> bool:
+    """Whether an error (or the `first_line` of one) is an allocation that
+    failed: the machine's limit, not the code's defect (AGD900)."""
+    if isinstance(error, BaseException):
+        if isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError":
+            return True
+        error = first_line(error)
+    return bool(_OUT_OF_MEMORY.search(error))
 
 
 def raise_if_code_error(exc: BaseException, where: str) -> None:

@@ -17,6 +17,7 @@ from .errors import (
     Unsynthesizable,
     environmental,
     first_line,
+    out_of_memory,
     raise_if_code_error,
 )
 from .inputs import Inputs, Synthesis, declared, float_tensor, recorded
@@ -105,6 +106,8 @@ def synthesize(target: Target) -> Inputs:
     if narrow is not None or fallback is not None:
         return narrow or fallback  # type: ignore[return-value]
     last = errors[-1] if errors else "forward takes no inputs that can be synthesized"
+    if errors and out_of_memory(last):  # the machine's limit: as a MemoryError is
+        raise NotChecked(f"ran out of memory on every input tried (last try: {last})")
     if errors and environmental(last):
         raise NotChecked(f"forward needs what this machine lacks, whatever the inputs (last "
                          f"try: {last}); run it where it runs (`--device cuda`)")

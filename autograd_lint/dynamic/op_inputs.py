@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .errors import NotChecked, Unsynthesizable, environmental, first_line
+from .errors import NotChecked, Unsynthesizable, environmental, first_line, out_of_memory
 from .inputs import Inputs, Synthesis, recorded
 from .precision import LADDER
 from .probing import identical, map_tensors, tensors_of
@@ -204,6 +204,8 @@ def choose_op_inputs(target: Target, op: Any, calls: list[dict[str, Any]],
     except Unsynthesizable as exc:
         raise NotChecked(f"cannot synthesize inputs: {exc}") from None
     last = errors[-1] if errors else "the op takes no inputs that can be synthesized"
+    if errors and out_of_memory(last):  # the machine's limit: as a MemoryError is
+        raise NotChecked(f"ran out of memory on every input tried (last try: {last})")
     if environmental(last):
         raise NotChecked(f"the op needs what this machine lacks (last try: {last})")
     raise NotChecked(f"could not build inputs the op accepts (last try: {last}); record the "

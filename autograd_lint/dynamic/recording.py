@@ -390,16 +390,19 @@ class RecordingError(ValueError):
 
 
 def read_recording(path: str | os.PathLike[str], *, strict: bool = True) -> dict[str, Any]:
+    from ..files import read_regular_file
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(read_regular_file(path).decode("utf-8"))
     except FileNotFoundError:
         if strict:
             raise RecordingError(f"recorded calls not found: {path}") from None
         return {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad UTF-8 or JSON
         if strict:
-            raise RecordingError(f"cannot read recorded calls {path}: {exc}") from None
+            reason = "nested too deeply to be a recording" if isinstance(exc, RecursionError) \
+                else exc
+            raise RecordingError(f"cannot read recorded calls {path}: {reason}") from None
         return {}
     if not isinstance(data, dict) or data.get("format") != FORMAT or \
             not isinstance(data.get("functions"), dict):

@@ -1,6 +1,8 @@
 """The parent side of the dynamic mode: one child process per module, with a
 timeout, a few at a time; results become AGD findings and static findings
-covered by a check get `confirmed`.
+covered by a check get `confirmed`. Each worker runs under a guardian
+(`guardian.py`) that ends whatever the checked code starts, in a scratch
+folder; Ctrl-C stops them all (`Running`).
 
 Nothing here imports torch or the checked code: the children do.
 """
@@ -8,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -45,6 +49,8 @@ DEFAULT_TIMEOUT = 60.0
 # that allocates without bound fails with MemoryError instead of taking the
 # machine down. CUDA workers get no limit.
 DEFAULT_MEMORY_LIMIT_MB = 8192
+# Seconds a guardian asked to stop (timeout, Ctrl-C) has to clear its tree.
+STOP_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -105,18 +111,27 @@ def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], froz
     jobs = plan_jobs([t for t in functions if t.skip_reason is None], codes_for)
     checked: list[FunctionTarget] = []
     progress = _Progress(len(jobs), progress_stream if options.progress else None)
-    with tempfile.TemporaryDirectory(prefix="autograd-lint-dynamic-") as workdir, \
-            ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        futures = [pool.submit(run_job, job, options, workdir, n) for n, job in enumerate(jobs)]
-        for job, future in zip(jobs, futures, strict=True):
-            outcome = future.result()
-            progress.step(job.display)
-            codes = codes_for(job.path)
-            for target in job.functions:
-                found, complete = outcome_findings(target, outcome, codes)
-                findings.extend(found)
-                if complete:
-                    checked.append(target)
+    running = Running()
+    with tempfile.TemporaryDirectory(prefix="autograd-lint-dynamic-") as workdir:
+        pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
+        try:
+            futures = [pool.submit(run_job, job, options, workdir, n, running)
+                       for n, job in enumerate(jobs)]
+            for job, future in zip(jobs, futures, strict=True):
+                outcome = future.result()
+                progress.step(job.display)
+                codes = codes_for(job.path)
+                for target in job.functions:
+                    found, complete = outcome_findings(target, outcome, codes)
+                    findings.extend(found)
+                    if complete:
+                        checked.append(target)
+        except BaseException:
+            # Ctrl-C: every worker stops now and no other starts (the command exits 130).
+            running.stop_all()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown()
     progress.done()
     return DynamicResult(findings, checked)
 
@@ -181,12 +196,31 @@ def findings_for(target: FunctionTarget, raw: list[dict[str, Any]],
 
 
 def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
-             number: int) -> dict[str, Any]:
+            number: int, running: Running | None = None) -> dict[str, Any]:
     """Run one module's worker; returns {target key: entry}, plus `__reason__`
-    when the worker died."""
+    when the worker died. The worker runs under its guardian (`guardian.py`)
+    in a scratch folder of its own, removed afterwards; `running` holds the
+    run's guardians so that Ctrl-C stops them all."""
     request = os.path.join(workdir, f"request{number}.json")
     result = os.path.join(workdir, f"result{number}.json")
+    status = os.path.join(workdir, f"status{number}.json")
     log = os.path.join(workdir, f"log{number}.txt")
+    _write_request(job, options, request)
+    worker = [sys.executable, "-m", "autograd_lint.dynamic.worker", request, result]
+    command = [sys.executable, "-m", "autograd_lint.dynamic.guardian", str(os.getpid()),
+               status, "--", *worker] if hasattr(os, "fork") else worker
+    # The budget is per Function: a module of three kernels gets three.
+    limit = options.timeout * max(1, len(job.functions))
+    scratch = tempfile.mkdtemp(prefix="autograd-lint-scratch-")
+    try:
+        reason = _run_guarded(command, log, scratch, limit, options.timeout, status,
+                              running or Running())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _outcome(job, _read(result), reason)
+
+
+def _write_request(job: ModuleJob, options: DynamicOptions, request: str) -> None:
     functions = []
     for target in job.functions:
         spec = target.to_json()
@@ -199,31 +233,50 @@ def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
         functions.append(spec)
     with open(request, "w", encoding="utf-8") as handle:
         json.dump({"module": job.module, "path": os.path.abspath(job.path),
-                   "import_root": job.import_root, "device": options.device,
+                   # absolute: the worker's working directory is a scratch folder
+                   "import_root": os.path.abspath(job.import_root), "device": options.device,
                    "memory_limit_mb": options.memory_limit_mb,  # CPU workers only
                    "triton_interpreter": options.triton_interpreter,
                    "timeout": options.timeout,  # per Function: the extra probes fit in it
                    "functions": functions}, handle)
-    command = [sys.executable, "-m", "autograd_lint.dynamic.worker", request, result]
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _run_guarded(command: list[str], log: str, scratch: str, limit: float, timeout: float,
+                 status: str, running: Running) -> str | None:
+    """Run the guardian to its end; why the worker did not finish, or None."""
     with open(log, "wb") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=env,
-                                   cwd=job.import_root,
-                                   start_new_session=True)  # its children die with it
-        reason = None
-        try:
-            # The budget is per Function: a module of three kernels gets three.
-            limit = options.timeout * max(1, len(job.functions))
-            status = process.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            status = None
-            reason = f"timed out after {limit:g} s ({options.timeout:g} s per Function, " \
-                     "--timeout)"
-        if status is not None and status != 0:
-            reason = _exit_reason(status, log)
-    data = _read(result)
+        process = running.start(command, stdout=output, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=_worker_environment(),
+                                cwd=scratch, start_new_session=True)
+    if process is None:
+        return "the run was interrupted"
+    try:
+        code = process.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _stop(process)
+        return f"timed out after {limit:g} s ({timeout:g} s per Function, --timeout)"
+    except BaseException:  # Ctrl-C in the calling thread (the pytest plugin's item)
+        _stop(process)
+        raise
+    finally:
+        running.finished(process)
+    ended = _read(status)
+    if isinstance(ended.get("shield"), int):
+        return _parent_reason(ended["shield"])
+    code = ended["worker"] if isinstance(ended.get("worker"), int) else code
+    return _exit_reason(code, log) if code != 0 else None
+
+
+def _worker_environment() -> dict[str, str]:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    if env.get("PYTHONPATH"):
+        # The worker runs in a scratch folder: relative entries still mean here.
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(entry or os.curdir)
+                                            for entry in env["PYTHONPATH"].split(os.pathsep))
+    return env
+
+
+def _outcome(job: ModuleJob, data: dict[str, Any], reason: str | None) -> dict[str, Any]:
     outcome: dict[str, Any] = dict(data.get("functions", {}))
     if data.get("module_error"):
         outcome = {t.key: {"reason": data["module_error"]} for t in job.functions}
@@ -239,18 +292,74 @@ def run_job(job: ModuleJob, options: DynamicOptions, workdir: str,
     return outcome
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
+class Running:
+    """The guardians of a run's jobs: `stop_all` (Ctrl-C) stops each, and no
+    job starts one after it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._processes: set[subprocess.Popen[bytes]] = set()
+        self._stopped = False
+
+    def start(self, command: list[str], **kwargs: Any) -> subprocess.Popen[bytes] | None:
+        with self._lock:
+            if self._stopped:
+                return None
+            process = subprocess.Popen(command, **kwargs)
+            self._processes.add(process)
+            return process
+
+    def finished(self, process: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._processes.discard(process)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            self._stopped = True
+            processes = list(self._processes)
+        for process in processes:  # all asked first: they clear their trees at once
+            _ask_to_stop(process)
+        for process in processes:
+            _stop(process)
+
+
+def _ask_to_stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM: the guardian kills everything the check started, then exits."""
     try:
+        process.send_signal(signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    _ask_to_stop(process)
+    try:
+        process.wait(timeout=STOP_SECONDS)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    try:  # not reaped yet: its group id cannot be anyone else's
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         process.kill()
     process.wait()
 
 
+def _parent_reason(code: int) -> str:
+    """The shield (the worker's parent) died before the worker's end was known."""
+    how = f"killed by {_signal_name(-code)}" if code < 0 else f"ended with status {code}"
+    return f"the worker's parent process was {how} (does the checked code signal " \
+           "`os.getppid()`?)"
+
+
+def _signal_name(number: int) -> str:
+    return signal.Signals(number).name if number in signal.Signals._value2member_map_ \
+        else str(number)
+
+
 def _exit_reason(status: int, log: str) -> str:
     if status < 0:
-        name = signal.Signals(-status).name if -status in signal.Signals._value2member_map_ \
-            else str(-status)
+        name = _signal_name(-status)
         hint = " (out of memory?)" if -status == signal.SIGKILL else ""
         return f"the worker was killed by {name}{hint}"
     tail = _tail(log)

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from .errors import out_of_memory
 from .precision import FLOAT64, Precision
 
 Finding = dict[str, Any]
@@ -51,8 +52,8 @@ class Target:
         return self.extras_until - time.monotonic()
 
     def report(self, code: str, **fields: Any) -> None:
-        if any(isinstance(v, str) and v.startswith("MemoryError") for v in fields.values()):
-            raise MemoryError  # the worker's limit, not the code: not checked (AGD900)
+        if any(isinstance(v, str) and out_of_memory(v) for v in fields.values()):
+            raise MemoryError  # the machine's limit, not the code: not checked (AGD900)
         if self.note:
             if any(f["code"] == code for f in self.findings):
                 return  # the same defect, seen on the default path already

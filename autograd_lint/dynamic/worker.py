@@ -5,7 +5,9 @@
 The request names the module, its import root, the Functions (qualified
 names and static facts) and the device. The result file is rewritten after
 each Function, so a later hang or crash keeps what was already found. The
-parent enforces the timeout and reads crashes from the exit status.
+linter enforces the timeout and reads crashes from the exit status; the
+worker runs under a guardian (`guardian.py`), in a scratch folder, and dies
+with its parent.
 """
 from __future__ import annotations
 
@@ -20,6 +22,16 @@ def _write(path: str, result: dict[str, Any]) -> None:
     from ..files import write_atomically
 
     write_atomically(path, json.dumps(result).encode("utf-8"))
+
+
+def _die_with_parent() -> None:
+    """Die with the guardian's shield that started this worker (`guardian.py`):
+    a worker whose run is gone must not go on computing."""
+    from .guardian import PARENT_VARIABLE, die_with_parent
+
+    parent = os.environ.pop(PARENT_VARIABLE, "")  # the checked code's children need not see it
+    if parent.isdigit() and not die_with_parent(int(parent)):
+        os._exit(1)  # the parent is gone already
 
 
 def _limit_memory(megabytes: int | None) -> None:
@@ -178,9 +190,11 @@ def _stood_in(names: list[str]) -> list[str]:
 
 
 def _describe_import_error(exc: BaseException) -> str:
+    from .errors import out_of_memory
+
     if isinstance(exc, SystemExit):
         return f"importing the module called sys.exit({exc.code!r})"
-    if isinstance(exc, MemoryError):
+    if out_of_memory(exc):
         return "importing the module ran out of memory"
     from .checks import first_line
 
@@ -246,6 +260,7 @@ def _check_op(spec: dict[str, Any], module: Any, device: Any, known_ops: set[str
 
 
 def main(request_path: str, result_path: str) -> int:
+    _die_with_parent()
     with open(request_path, encoding="utf-8") as handle:
         request = json.load(handle)
     # `-m` put the working directory first on sys.path: a project's own
@@ -301,6 +316,7 @@ def main(request_path: str, result_path: str) -> int:
     stand_ins.take()  # what importing asked is no Function's
 
     from .checks import NotChecked, first_line
+    from .errors import out_of_memory
 
     torch.manual_seed(0)
     for spec in request["functions"]:
@@ -315,10 +331,10 @@ def main(request_path: str, result_path: str) -> int:
             entry["context"] = imported + _stood_in(stand_ins.take())
         except NotChecked as exc:
             entry["reason"] = str(exc)
-        except MemoryError:
-            entry["reason"] = "ran out of memory"
         except BaseException as exc:  # sys.exit and friends from user code
-            if isinstance(exc, SystemExit):
+            if out_of_memory(exc):  # MemoryError, or torch's allocators failing
+                entry["reason"] = "ran out of memory"
+            elif isinstance(exc, SystemExit):
                 entry["reason"] = f"the Function called sys.exit({exc.code!r})"
             elif isinstance(exc, KeyboardInterrupt):
                 raise
