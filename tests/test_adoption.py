@@ -253,10 +253,19 @@ def test_show_settings_names_the_configuration_and_rules(project: Path, capsys) 
 
 
 # -- --watch ---------------------------------------------------------------------
+def interruptible() -> None:
+    """In the child: Ctrl-C as a terminal delivers it. A test run started in
+    the background of a script (`.ci/run &`) ignores SIGINT, and an ignored
+    signal stays ignored in every program it starts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+
 def test_watch_checks_again_after_a_change_and_stops_on_ctrl_c(project: Path) -> None:
     watcher = subprocess.Popen(
         [sys.executable, "-m", "autograd_lint", "check", "--no-cache", "--watch", "."],
-        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=interruptible)
     try:
         time.sleep(3)  # the first run
         (project / "ops.py").write_text("x = 1\n", encoding="utf-8")

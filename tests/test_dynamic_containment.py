@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from .helpers import FIXTURES, ROOT
+from .test_adoption import interruptible
 
 torch = pytest.importorskip("torch")
 
@@ -138,10 +139,13 @@ def _kill_all(pids: list[int]) -> None:
 
 
 def _lint(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """The linter, Ctrl-C-able whatever the test run's own SIGINT disposition
+    (see test_adoption.interruptible)."""
     return subprocess.Popen([sys.executable, "-m", "autograd_lint", "check", "--isolated",
                              "--no-cache", "--dynamic", "--select", "AGD", "--format", "json",
                              *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=ENV, start_new_session=True)
+                            text=True, env=ENV, start_new_session=True,
+                            preexec_fn=interruptible)
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
