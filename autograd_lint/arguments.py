@@ -78,6 +78,10 @@ def _add_inputs(check: argparse.ArgumentParser) -> None:
                        help="skip what git ignores (.gitignore files, .git/info/exclude) "
                             "in directory scans (default: the respect-gitignore setting, "
                             "true); files named on the command line are checked anyway")
+    check.add_argument("--target-torch", metavar="VERSION",
+                       help="the oldest torch the project supports, e.g. 2.13 (default: the "
+                            "target-torch setting, else the newest torch this release knows); "
+                            "rules whose truth depends on the version read it")
     check.add_argument("--config", metavar="FILE",
                        help="use this pyproject.toml instead of searching for one")
     check.add_argument("--isolated", action="store_true",

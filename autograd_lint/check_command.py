@@ -18,6 +18,7 @@ from .config import (
     drop_matching,
     load_config_file,
     matches_any,
+    parse_torch_version,
     resolve_codes,
     validate_selector,
 )
@@ -59,6 +60,8 @@ class _Plan:
                            for s in _flatten(args.extend_select)],
             ignore=[validate_selector(s, "--ignore") for s in _flatten(args.ignore)],
         )
+        self.target_torch = parse_torch_version(args.target_torch, "--target-torch") \
+            if args.target_torch else None
         self.exclude = _flatten(args.exclude) if args.exclude is not None else None
         self.extend_exclude = _flatten(args.extend_exclude)
         self.respect_gitignore: bool | None = args.respect_gitignore  # None: as configured
@@ -98,6 +101,11 @@ class _Plan:
         if self.respect_gitignore is not None:
             return self.respect_gitignore
         return self.config_for(directory, is_dir=True).respect_gitignore
+
+    def target_for(self, path: str | Path) -> tuple[int, int] | None:
+        """The oldest torch the file's project supports: the command line's,
+        else its configuration's (None: the newest known)."""
+        return self.target_torch or self.config_for(path, is_dir=False).target_torch
 
     def codes_for(self, path: str | Path) -> frozenset[str]:
         config = self.config_for(path, is_dir=False)
@@ -140,7 +148,8 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
         key = os.path.normpath(os.path.join(here, path))  # one file named twice
         if key not in seen:
             seen.add(key)
-            inputs.append(SourceInput(path, path, plan.codes_for(path), explicit))
+            inputs.append(SourceInput(path, path, plan.codes_for(path), explicit,
+                                      target_torch=plan.target_for(path)))
 
     for raw_path in raw:
         path = os.fspath(Path(raw_path))  # as pathlib shows it: no "./" prefix
@@ -185,9 +194,11 @@ def _stdin_inputs(args: argparse.Namespace, plan: _Plan) -> list:
     where = args.stdin_filename or os.path.join(os.getcwd(), "stdin.py")
     plan.shown_text = {shown: path}
     if args.stdin_filename and not args.dynamic:
-        inputs = [SourceInput(where, shown, plan.codes_for(where), explicit=True, text=text)]
+        inputs = [SourceInput(where, shown, plan.codes_for(where), explicit=True, text=text,
+                              target_torch=plan.target_for(where))]
     else:  # the dynamic mode imports what it checks: the text, from its file
-        inputs = [SourceInput(path, shown, plan.codes_for(where), explicit=True)]
+        inputs = [SourceInput(path, shown, plan.codes_for(where), explicit=True,
+                              target_torch=plan.target_for(where))]
     if args.stdin_filename and not args.no_project_context:
         from .context import context_inputs
 
@@ -359,8 +370,9 @@ def _show_settings(args: argparse.Namespace, plan: _Plan, out: TextIO) -> int:
         cache = None if args.no_cache else _cache_directory(args, plan)
         if number:
             out.write("\n")
+        target = plan.target_torch or config.target_torch
         show_settings(path, config, how, codes, plan.respects_gitignore(
-            path if is_dir else os.path.dirname(path) or "."), cache, out)
+            path if is_dir else os.path.dirname(path) or "."), cache, out, target)
     return EXIT_CLEAN
 
 

@@ -27,7 +27,13 @@ from .registry import RULES, TIERS, default_codes
 
 CONFIG_TABLE = "autograd-lint"
 CONFIG_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude",
-               "per-file-ignores", "respect-gitignore")
+               "per-file-ignores", "respect-gitignore", "target-torch")
+# The torch versions this release knows (RULES.md, "Target torch version"):
+# `target-torch` names the oldest one a project supports, as ruff's
+# `target-version` does; the default is the newest.
+OLDEST_TORCH = (2, 0)
+NEWEST_TORCH = (2, 14)
+TorchVersion = tuple[int, int]
 
 
 class ConfigError(Exception):
@@ -125,6 +131,7 @@ class FileConfig:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     # Directory scans skip what git ignores (.gitignore, .git/info/exclude), as ruff's do.
     respect_gitignore: bool = True
+    target_torch: TorchVersion | None = None  # None: not set here (NEWEST_TORCH)
 
     def is_excluded(self, path: str | os.PathLike[str], extra: Iterable[str] = (), *,
                     parents: bool = True) -> bool:
@@ -221,6 +228,12 @@ def parse_table(table: Any, source: Path) -> FileConfig:
                                          f"{where} extend-exclude")
     config.respect_gitignore = _bool(table.get("respect-gitignore", True),
                                      f"{where} respect-gitignore")
+    if "target-torch" in table:
+        value = table["target-torch"]
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} target-torch: expected a version string such as "
+                              f"\"2.13\", got {value!r}")
+        config.target_torch = parse_torch_version(value, f"{where} target-torch")
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{where} per-file-ignores: expected a table of pattern = [codes]")
@@ -229,6 +242,20 @@ def parse_table(table: Any, source: Path) -> FileConfig:
         config.per_file_ignores[pattern] = [validate_selector(s, key)
                                             for s in _string_list(selectors, key)]
     return config
+
+
+def parse_torch_version(text: str, where: str) -> TorchVersion:
+    """`"2.13"` as (2, 13): a version this release knows (`2.13.1` is 2.13)."""
+    match = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?\s*", text)
+    version = (int(match.group(1)), int(match.group(2))) if match else None
+    if version is None or not OLDEST_TORCH <= version <= NEWEST_TORCH:
+        raise ConfigError(f"{where}: unknown torch version {text!r} (known: "
+                          f"{show_torch(OLDEST_TORCH)} to {show_torch(NEWEST_TORCH)})")
+    return version
+
+
+def show_torch(version: TorchVersion) -> str:
+    return f"{version[0]}.{version[1]}"
 
 
 def load_config_file(path: Path) -> FileConfig:

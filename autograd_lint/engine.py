@@ -67,12 +67,14 @@ __all__ = [  # what other modules import from here, most of it defined in engine
 # ---------------------------------------------------------------------------
 # Checking
 # ---------------------------------------------------------------------------
-def check_module(module: ModuleInfo, project: Project, codes: frozenset[str]) -> list[Finding]:
-    """Run every enabled rule family over one module."""
+def check_module(module: ModuleInfo, project: Project, codes: frozenset[str],
+                 target_torch: tuple[int, int] | None = None) -> list[Finding]:
+    """Run every enabled rule family over one module (for a project that
+    supports torch from `target_torch` on; None: the newest known)."""
     from .analysis.function_facts import facts_of
     from .checkers import CHECKERS, Reporter  # the rule families, loaded on first use
 
-    reporter = Reporter(module.path, codes, module.source)
+    reporter = Reporter(module.path, codes, module.source, target_torch)
     checkers = [cls(reporter, project) for cls in CHECKERS if cls.codes() & codes]
     if not checkers:
         return []
@@ -85,7 +87,7 @@ def check_module(module: ModuleInfo, project: Project, codes: frozenset[str]) ->
                 checker.check_function(fn, facts)
         for checker in checkers:
             checker.check_module(module)
-        op_findings.extend(_check_op_callbacks(module, project, codes))
+        op_findings.extend(_check_op_callbacks(module, project, codes, target_torch))
 
     # Deeply nested code is analysed, not skipped: a RecursionError even
     # there is the file's internal error (the caller's to report), never a
@@ -94,8 +96,8 @@ def check_module(module: ModuleInfo, project: Project, codes: frozenset[str]) ->
     return reporter.findings + op_findings
 
 
-def _check_op_callbacks(module: ModuleInfo, project: Project,
-                        codes: frozenset[str]) -> list[Finding]:
+def _check_op_callbacks(module: ModuleInfo, project: Project, codes: frozenset[str],
+                        target_torch: tuple[int, int] | None) -> list[Finding]:
     """A custom op's registered setup_context and backward, seen as a
     Function: the ctx and backward rules that apply to them
     (analysis/op_functions.py), with a reporter of those rules only."""
@@ -107,7 +109,7 @@ def _check_op_callbacks(module: ModuleInfo, project: Project,
     views = op_functions(module, project) if enabled else []
     if not views:
         return []
-    reporter = Reporter(module.path, enabled, module.source)
+    reporter = Reporter(module.path, enabled, module.source, target_torch)
     checkers = [cls(reporter, project) for cls in CHECKERS if cls.codes() & enabled]
     for view in views:
         facts = facts_of(view)
@@ -400,7 +402,8 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
             with self.project.reads.frame() as reads:
                 self.project.read(entry.module)  # and what deciding its classes read
                 try:
-                    checked = check_module(entry.module, self.project, entry.source.codes)
+                    checked = check_module(entry.module, self.project, entry.source.codes,
+                                           entry.source.target_torch)
                 except Exception as exc:
                     self.result.errors.append((entry.source.display, _describe(exc)))
                     checked = []
@@ -435,7 +438,8 @@ def _may_matter(text: str) -> bool:
 def lint_source(source: str | bytes, path: str = "<string>",
                 codes: Iterable[str] | None = None, *, tree: ast.Module | None = None,
                 module_name: tuple[str, bool] | None = None,
-                context: Sequence[ModuleInfo] = ()) -> list[Finding]:
+                context: Sequence[ModuleInfo] = (),
+                target_torch: tuple[int, int] | None = None) -> list[Finding]:
     """Check one module given as text (tests, editors, flake8/pylint adapters).
 
     tree: the module's syntax tree when the caller already parsed `source`
@@ -458,5 +462,5 @@ def lint_source(source: str | bytes, path: str = "<string>",
         module = build_module(path, module_name[0], module_name[1], tree, text)
     else:
         module = _module(path, path, tree, text)
-    findings = check_module(module, Project([module, *context]), enabled)
+    findings = check_module(module, Project([module, *context]), enabled, target_torch)
     return sort_findings(apply_noqa(findings, text, path, enabled))

@@ -96,7 +96,7 @@ class _Incremental:
 
     def _file_settings(self, path: str) -> list[object]:
         source = self._by_path[path]
-        return [source.display, sorted(source.codes), source.explicit]
+        return [source.display, sorted(source.codes), source.explicit, source.target_torch]
 
     def _stale(self, relevant: list[str], records: dict[str, Any],
                scans: ScanTable) -> set[str] | None:

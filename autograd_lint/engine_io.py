@@ -32,6 +32,9 @@ class SourceInput:
     # An editor's (or stdin's) text for this path, checked instead of the
     # file on disk (which may be older, or absent).
     text: bytes | None = None
+    # The oldest torch the file's project supports (`target-torch`); None:
+    # the newest this release knows.
+    target_torch: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         self.path = os.fspath(self.path)

@@ -65,6 +65,23 @@ def rename_attribute(attribute: ast.Attribute, new_name: str) -> Fix | None:
     return Fix(f"Use `{new_name}`", SAFE, (edit,))
 
 
+def cuda_autocast_to_amp(decorator: ast.expr, kind: str) -> Fix | None:
+    """AGF213: `torch.cuda.amp.custom_fwd(cast_inputs=t)` ->
+    `torch.amp.custom_fwd(device_type="cuda", cast_inputs=t)` (what the
+    deprecated one calls). Only a one-line decorator whose arguments are
+    keywords."""
+    call = decorator if isinstance(decorator, ast.Call) else None
+    if decorator.end_lineno != decorator.lineno or decorator.end_col_offset is None or \
+            (call is not None and (call.args or any(k.arg is None for k in call.keywords))):
+        return None
+    keywords = [f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords] if call else []
+    arguments = ", ".join(['device_type="cuda"', *keywords])
+    text = f"torch.amp.{kind}({arguments})"
+    edit = Edit(decorator.lineno, decorator.col_offset, decorator.lineno,
+                decorator.end_col_offset, text)
+    return Fix(f"Use `torch.amp.{kind}(device_type=\"cuda\")`", SAFE, (edit,))
+
+
 def append_none_gradients(returned: ast.expr, missing: int, *, is_tuple: bool) -> Fix | None:
     """AGF101: `return ga, gb` -> `return ga, gb, None`. Unsafe: the missing
     gradients may belong to inputs that need one."""

@@ -197,7 +197,7 @@ _RULES: tuple[Rule, ...] = (
         "AGF102", "grad-output-arity", ERROR,
         "backward's gradient parameters differ in number from forward's outputs.",
         "{method} takes {got} but forward returns {expected}, and autograd passes "
-        "one gradient per output (TypeError); take one gradient argument per output "
+        "one gradient per output{unboxed} (TypeError); take one gradient argument per output "
         "(or `*grad_outputs`)",
         "arity",
     ),
@@ -221,6 +221,14 @@ _RULES: tuple[Rule, ...] = (
         "{method} returns a gradient at position {position} for input `{name}`, "
         "which is not a tensor ({why}); autograd raises there, return `None` instead",
         "arity",
+    ),
+    Rule(
+        "AGF115", "custom-bwd-without-custom-fwd", ERROR,
+        "backward decorated custom_bwd while forward lacks custom_fwd.",
+        "backward is decorated `{decorator}` but forward has no `custom_fwd`: `custom_bwd` "
+        "reads what `custom_fwd` leaves on ctx, so every backward raises AttributeError "
+        "(`_fwd_used_autocast`); decorate forward with `{forward_decorator}` too",
+        "structure",
     ),
     Rule(
         "AGF205", "backward-returns-literal", ERROR,
@@ -350,10 +358,21 @@ _RULES = _RULES + (
     ),
     Rule(
         "AGF213", "deprecated-ctx-api", WARNING,
-        "ctx.saved_variables or ctx.mark_shared_storage.",
-        "`ctx.{attr}` is deprecated{detail}; {fix}",
+        "ctx.saved_variables, ctx.mark_shared_storage, or torch.cuda.amp's custom_fwd / "
+        "custom_bwd.",
+        "`{what}` is deprecated{detail}; {fix}",
         "ctx_state",
         tier=STYLE,
+    ),
+    Rule(
+        "AGF216", "grad-to-contiguous-kernel", WARNING,
+        "backward hands a gradient to a Triton kernel that indexes it by shape.",
+        "`{arg}` (the incoming gradient{via}) goes to `{kernel}`, whose `{param}` is indexed "
+        "by shape (no stride of it is passed): autograd may hand backward a narrow view, an "
+        "expanded stride-0 or a transposed gradient, and the kernel reads the wrong "
+        "elements; pass `{arg}.contiguous()`, or the tensor's strides",
+        "kernels",
+        tier=PEDANTIC,
     ),
     Rule(
         "AGF215", "saved-output-view", WARNING,
@@ -459,7 +478,7 @@ _RULES = _RULES + (
     Rule("AGF406", "op-backward-gradient-count", ERROR,
          "A custom op's registered backward returns fewer gradients than the op has inputs.",
          "the backward registered for op `{op}` returns {got} gradient(s), but the op takes "
-         "{wanted} inputs {names}: every backward raises; return one gradient (or None) per "
+         "{wanted} inputs {names}: {consequence}; return one gradient (or None) per "
          "input", "custom_ops"),
     Rule("AGF407", "op-setup-context-signature", ERROR,
          "A registered setup_context does not take (ctx, inputs, output).",
@@ -476,6 +495,18 @@ _RULES = _RULES + (
          "the fake `{fake}` returns its input `{param}` (or a view of it): an op's outputs "
          "must be new tensors, and a compiled graph built on an aliasing fake is wrong; "
          "return `torch.empty_like(...)` or `{param}.new_empty(...)`", "custom_ops"),
+    Rule("AGF410", "fake-default-mismatch", ERROR,
+         "A custom op's fake has parameter defaults that differ from the op's.",
+         "the fake `{fake}` gives `{param}` {fake_default} where op `{op}` gives it "
+         "{op_default}: under torch.compile a call that leaves it out runs the fake with "
+         "another value than the kernel, so shapes and dtypes disagree; give the fake the "
+         "op's defaults", "custom_ops"),
+    Rule("AGF411", "op-registered-twice", WARNING,
+         "The same op, or one of its fakes, kernels or autograd registrations, registered "
+         "twice.",
+         "{what} for op `{op}` is registered again (first at line {first_line} of "
+         "{first_path}): since torch 2.13 (`allow_override=True`) the later one silently "
+         "replaces the first; keep one", "custom_ops", tier=PEDANTIC),
     # --- suppressions ---------------------------------------------------------
     Rule("AGF901", "unused-noqa", INFO,
          "A code in a `# noqa:` comment that silences no finding.",
@@ -536,8 +567,10 @@ _RULES = _RULES + (
          "`ctx.needs_input_grad` indices)", "dynamic"),
     Rule("AGD014", "noncontiguous-grad-output", ERROR,
          "backward gives different gradients for a non-contiguous incoming gradient.",
-         "backward {detail} when the incoming gradient is {layout} instead of contiguous",
-         "dynamic"),
+         "backward {detail} when the incoming gradient is {layout} instead of a contiguous "
+         "tensor of the same values{also}; autograd hands backward such gradients "
+         "(`.sum()`'s backward an expanded one, `torch.cat`'s a narrow view): call "
+         "`.contiguous()` first, or pass the gradient's strides to the kernel", "dynamic"),
     Rule("AGD015", "none-gradient-but-dependent", INFO,
          "backward returns None for a floating-point input the outputs depend on.",
          "backward returns None for input {index} (`{name}`), yet the outputs depend on it "
@@ -565,7 +598,7 @@ RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in _RULES}
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(
     r.family for r in _RULES if r.family not in ("engine", "dynamic")))
 # Reported by directory scans only (`check DIR`): one file cannot show them.
-TREE_ONLY_CODES: frozenset[str] = frozenset({"AGF301", "AGF405"})
+TREE_ONLY_CODES: frozenset[str] = frozenset({"AGF301", "AGF405", "AGF411"})
 DYNAMIC_CODES: frozenset[str] = frozenset(r.code for r in _RULES if r.family == "dynamic")
 
 

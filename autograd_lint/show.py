@@ -24,9 +24,10 @@ def show_files(inputs: list[SourceInput], out: TextIO) -> None:
 
 def show_settings(path: str, config: FileConfig, how: str, codes: frozenset[str],
                   respect_gitignore: bool, cache_directory: Path | None,
-                  out: TextIO) -> None:
+                  out: TextIO, target_torch: tuple[int, int] | None = None) -> None:
     """The configuration that applies to `path` and the resolved selection.
     `how`: where the configuration comes from when no pyproject.toml does."""
+    from .config import NEWEST_TORCH, show_torch
     from .files import DEFAULT_EXCLUDES
 
     source = str(config.source) if config.source is not None else how
@@ -43,6 +44,8 @@ def show_settings(path: str, config: FileConfig, how: str, codes: frozenset[str]
         ("exclude", ", ".join(exclude)),
         ("extend-exclude", ", ".join(config.extend_exclude) or "(none)"),
         ("respect-gitignore", str(respect_gitignore).lower()),
+        ("target-torch", show_torch(target_torch) if target_torch else
+         f"{show_torch(NEWEST_TORCH)} (the newest known)"),
         ("cache directory", str(cache_directory) if cache_directory is not None else
          "(none: --no-cache)"),
     ]

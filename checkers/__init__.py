@@ -7,12 +7,13 @@ from .ctx_state import CtxStateChecker
 from .custom_ops import CustomOpsChecker
 from .differentiability import DifferentiabilityChecker
 from .inplace import InplaceChecker
+from .kernels import KernelsChecker
 from .structure import StructureChecker
 from .usage import UsageChecker
 
 CHECKERS: tuple[type[Checker], ...] = (
     CtxStateChecker, InplaceChecker, ArityChecker, StructureChecker, DifferentiabilityChecker,
-    UsageChecker, CustomOpsChecker,
+    UsageChecker, CustomOpsChecker, KernelsChecker,
 )
 
 __all__ = ["CHECKERS", "Checker", "Reporter"]

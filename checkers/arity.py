@@ -12,6 +12,7 @@ from autograd_lint.analysis.apply_calls import never_passes_beyond, never_passes
 from autograd_lint.analysis.function_facts import FunctionFacts, only_raises
 from autograd_lint.analysis.interpreter import Return, constant_index
 from autograd_lint.analysis.values import Kind, Value
+from autograd_lint.config import show_torch
 from autograd_lint.fixes import append_none_gradients
 from autograd_lint.project import FunctionClass, Method
 
@@ -94,8 +95,9 @@ class ArityChecker(Checker):
     # -- AGF102 ----------------------------------------------------------------
     def agf102_grad_output_arity(self, fn: FunctionClass, facts: FunctionFacts,
                                  method: Method) -> None:
-        if method.vararg is not None or _boxed_gradients(fn) or \
-                (method.node is not None and only_raises(method.node)):
+        boxed = _boxed_gradients(fn)
+        if method.vararg is not None or (boxed and not self.supports_torch_before(BOXED_FROM)) \
+                or (method.node is not None and only_raises(method.node)):
             return  # a backward that only raises fails whatever autograd passes it
         outputs = facts.output_count
         if outputs is None:
@@ -105,9 +107,11 @@ class ArityChecker(Checker):
         required = sum(1 for a in grads if a.arg not in defaults)
         if required <= outputs <= len(grads):
             return
+        unboxed = f" on torch {show_torch(self.reporter.target_torch)}, which ignores " \
+            f"`boxed_grads_call` (honoured from {show_torch(BOXED_FROM)})" if boxed else ""
         self.reporter.add("AGF102", method.node, function=fn.name, method=method.name,  # type: ignore[arg-type]
                           got=plural(len(grads), "gradient argument"),
-                          expected=plural(outputs, "output"), count=outputs)
+                          expected=plural(outputs, "output"), count=outputs, unboxed=unboxed)
 
     # -- AGF107 ----------------------------------------------------------------
     def agf107_needs_input_grad_index(self, fn: FunctionClass) -> None:
@@ -190,6 +194,10 @@ def _definitely_not_none(value: Value) -> bool:
     if value.kind is Kind.NONE or value.maybe_none:
         return False
     return value.kind in (Kind.TENSOR, Kind.TENSORS, Kind.TENSORISH, Kind.NONTENSOR)
+
+
+# torch 2.13 passes backward one list of gradients when a Function asks so.
+BOXED_FROM = (2, 13)
 
 
 def _boxed_gradients(fn: FunctionClass) -> bool:

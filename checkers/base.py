@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from autograd_lint.analysis.function_facts import FunctionFacts
+from autograd_lint.config import NEWEST_TORCH
 from autograd_lint.findings import Edit, Finding, Fix
 from autograd_lint.lines import LineIndex
 from autograd_lint.model import ModuleInfo
@@ -16,9 +17,12 @@ from autograd_lint.registry import RULES, family_codes
 class Reporter:
     """Builds findings from rule codes and AST nodes for one module."""
 
-    def __init__(self, path: str, enabled: frozenset[str], source: str | None = None) -> None:
+    def __init__(self, path: str, enabled: frozenset[str], source: str | None = None,
+                 target_torch: tuple[int, int] | None = None) -> None:
         self.path = path
         self.enabled_codes = enabled
+        # The oldest torch the project supports (RULES.md, "Target torch version").
+        self.target_torch = target_torch or NEWEST_TORCH
         self.findings: list[Finding] = []
         self._source = source
         self._lines: LineIndex | None = None
@@ -113,6 +117,11 @@ class Checker:
 
     def enabled(self, code: str) -> bool:
         return self.reporter.enabled(code)
+
+    def supports_torch_before(self, version: tuple[int, int]) -> bool:
+        """Whether the project supports a torch older than `version`
+        (`target-torch`): a rule true only from `version` on holds then."""
+        return self.reporter.target_torch < version
 
     def check_function(self, fn: FunctionClass, facts: FunctionFacts) -> None:
         """Called once per custom Function defined in the module."""

@@ -17,7 +17,8 @@ from autograd_lint.analysis.interpreter import (
     Mutation,
 )
 from autograd_lint.analysis.values import Kind, Value
-from autograd_lint.fixes import data_read_to_detach, rename_attribute
+from autograd_lint.fixes import cuda_autocast_to_amp, data_read_to_detach, rename_attribute
+from autograd_lint.model import FunctionNode
 from autograd_lint.project import FunctionClass
 from autograd_lint.registry import ERROR, WARNING
 
@@ -239,8 +240,33 @@ class CtxStateChecker(Checker):
                 detail, fix = _DEPRECATED[node.attr]
                 autofix = rename_attribute(node, "saved_tensors") \
                     if node.attr == "saved_variables" else None
-                self.reporter.add("AGF213", node, function=fn.name, attr=node.attr,
+                self.reporter.add("AGF213", node, function=fn.name, what=f"ctx.{node.attr}",
                                   detail=detail, fix=fix, autofix=autofix)
+        for name in ("forward", "backward"):
+            method = fn.own.get(name)
+            if method is not None and method.node is not None:
+                self._deprecated_autocast(fn, method.node)
+
+    def _deprecated_autocast(self, fn: FunctionClass, node: FunctionNode) -> None:
+        """`@torch.cuda.amp.custom_fwd` / `custom_bwd` (deprecated since torch
+        2.4, a FutureWarning at every definition): `torch.amp`'s with
+        `device_type="cuda"` does the same."""
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            resolved = fn.info.body_scope.resolve(target) \
+                if isinstance(target, (ast.Name, ast.Attribute)) else None
+            kind = resolved.rsplit(".", 1)[-1] if resolved else None
+            if resolved not in _CUDA_AUTOCAST or kind is None:
+                continue
+            replacement = f"torch.amp.{kind}(device_type=\"cuda\")"
+            torch_name = ast.copy_location(ast.Name("torch", ast.Load()), decorator)
+            torch_bound = fn.info.body_scope.resolve(torch_name) == "torch"
+            self.reporter.add("AGF213", decorator, function=fn.name,
+                              what=f"torch.cuda.amp.{kind}",
+                              detail=" since torch 2.4 (a FutureWarning at every import)",
+                              fix=f"use `@{replacement}`",
+                              autofix=cuda_autocast_to_amp(decorator, kind)
+                              if torch_bound else None)
 
     # -- AGF215 ----------------------------------------------------------------
     def agf215_saved_output_view(self, fn: FunctionClass, facts: FunctionFacts,
@@ -261,6 +287,9 @@ class CtxStateChecker(Checker):
                                   name=hits[0])
 
 
+_CUDA_AUTOCAST = frozenset({"torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd",
+                            "torch.cuda.amp.autocast_mode.custom_fwd",
+                            "torch.cuda.amp.autocast_mode.custom_bwd"})
 _DEPRECATED = {
     "saved_variables": ("", "use `ctx.saved_tensors`"),
     "mark_shared_storage": (" and does nothing in current PyTorch", "remove the call"),

@@ -22,10 +22,14 @@ from autograd_lint.analysis.op_model import (
 )
 from autograd_lint.analysis.syntax import assigned_names, own_nodes
 from autograd_lint.analysis.torch_api import VIEW_ATTRIBUTES, VIEW_METHODS
+from autograd_lint.config import show_torch
 from autograd_lint.model import FunctionNode, ModuleInfo
 
 from .base import Checker, source_text
 
+# From torch 2.14 an op's registered backward returns exactly one gradient per
+# input; earlier versions dropped trailing extras (RULES.md, AGF406).
+EXACT_GRADIENTS_FROM = (2, 14)
 _SETUP_FORMS = (("ctx", "inputs", "output"), ("ctx", "inputs", "keyword_only_inputs", "output"))
 
 
@@ -50,6 +54,38 @@ class CustomOpsChecker(Checker):
                     self._check_setup(op, setup)
                 if backward is not None and backward.module.path == module.path:
                     self._check_backward(op, backward, call)
+        if self.enabled("AGF411"):
+            self._registered_twice(module)
+
+    # -- registrations made twice (AGF411) ------------------------------------------------
+    def _registered_twice(self, module: ModuleInfo) -> None:
+        """The same op defined, or given a fake or an autograd registration,
+        twice by statements of this module that both run when it is imported
+        (top-level and unconditional: a registration under an `if`, a `try`
+        or in a function may be the other's alternative, and is left alone)."""
+        top = _top_level_nodes(module)
+        kinds: dict[tuple[str, str], dict[int, ast.AST]] = {}
+        for op in ops_index(self.project).ops:
+            if op.qualified is None:
+                continue
+            name = _defined_name(op)
+            registered = [("the op", op.anchor)] if op.module.path == module.path else []
+            if op.kind != "define":  # a schema's overloads share the op's fakes and name
+                registered += [("a fake", fake.node) for fake in op.fakes
+                               if fake.module.path == module.path]
+                registered += [("an autograd registration", call)
+                               for call, _, _ in op.autograd]
+            for what, node in registered:
+                if id(node) in top:
+                    kinds.setdefault((name, what), {})[id(node)] = node
+        for (qualified, what), nodes in kinds.items():
+            first, *later = sorted(nodes.values(), key=lambda n: (n.lineno, n.col_offset))
+            for node in later:
+                # A decorated def registers at its decorator: the finding goes there.
+                at = getattr(node, "decorator_list", None) or [node]
+                self.reporter.add("AGF411", at[0], what=what[0].upper() + what[1:],
+                                  op=qualified, first_line=_first_line(first),
+                                  first_path=module.path)
 
     # -- the op itself ------------------------------------------------------------------
     def _check_declaration(self, op: Op) -> None:
@@ -110,14 +146,39 @@ class CustomOpsChecker(Checker):
             if why is not None:
                 self.reporter.add("AGF401", fake.node, fake=fake.node.name,
                                   op=op.qualified or "?", why=why)
+        if self.enabled("AGF410"):
+            self._fake_defaults(op, fake)
         if self.enabled("AGF409"):
             args = fake.node.args
             parameters = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
             parameters -= assigned_names(fake.node)  # `x = x.to(dtype)`: a new tensor then
+            # An op tagged `torch.Tag.inplace` returns its mutated first argument
+            # by contract, and so does its fake (RULES.md, AGF409).
+            contract = _first_parameter(fake.node) if "inplace" in _tags(op) else None
             for node in _own_returns(fake.node):
                 aliased = _aliased_parameter(node.value, parameters)
-                if aliased is not None and not _declared_alias(op, aliased):
+                if aliased is not None and aliased != contract and \
+                        not _declared_alias(op, aliased):
                     self.reporter.add("AGF409", node, fake=fake.node.name, param=aliased)
+
+    def _fake_defaults(self, op: Op, fake: Registration) -> None:
+        """AGF410: a parameter the op gives a literal default that the fake
+        gives none, or another literal. Only ops defined by a def (a schema's
+        defaults are the schema's), only defaults both sides can read."""
+        if op.kind not in ("custom_op", "triton_op") or op.impl is None:
+            return
+        fake_defaults = _literal_defaults(fake.node)
+        fake_names = {a.arg for a in _all_parameters(fake.node)}
+        for name, default in _literal_defaults(op.impl.node).items():
+            if default is _UNREADABLE or name not in fake_names:
+                continue  # a computed default; a parameter AGF401 reports
+            shown = fake_defaults.get(name, _MISSING)
+            if shown is _UNREADABLE or (shown is not _MISSING and shown == default):
+                continue  # (1 and 1.0 give the fake and the kernel the same value)
+            self.reporter.add("AGF410", fake.node, fake=fake.node.name, param=name,
+                              fake_default="no default" if shown is _MISSING
+                              else f"the default `{shown!r}`",
+                              op=op.qualified or "?", op_default=f"`{default!r}`")
 
     # -- autograd ---------------------------------------------------------------------
     def _check_setup(self, op: Op, setup: Registration) -> None:
@@ -177,14 +238,26 @@ class CustomOpsChecker(Checker):
             return  # a length the analysis cannot count (a call, a starred unknown)
         if count < len(positional):
             self.reporter.add("AGF406", returned, op=op.qualified or "?",
-                              got=count, wanted=len(positional), names=_names(positional))
+                              got=count, wanted=len(positional), names=_names(positional),
+                              consequence="every backward raises")
+            return
+        if count > len(positional):  # trailing extras: an error from torch 2.14 on
+            older = self.supports_torch_before(EXACT_GRADIENTS_FROM)
+            self.reporter.add("AGF406", returned, op=op.qualified or "?",
+                              got=count, wanted=len(positional), names=_names(positional),
+                              consequence=f"from torch {show_torch(EXACT_GRADIENTS_FROM)} every "
+                              "backward raises (\"expected "
+                              f"{len(positional)}, got {count}\"" + (
+                                  f", where torch {show_torch(self.reporter.target_torch)} "
+                                  "still drops the extras" if older else "") + ")")
             return
         elements = value.elts if isinstance(value, ast.Tuple) else [value]
         for element, parameter in zip(elements, positional, strict=False):
             if parameter.tensor_list and isinstance(element, ast.BinOp):
                 self.reporter.add("AGF406", returned, op=op.qualified or "?",
                                   got=len(elements), wanted=len(positional),
-                                  names=f"a list for `{parameter.name}` (a list of tensors)")
+                                  names=f"a list for `{parameter.name}` (a list of tensors)",
+                                  consequence="every backward raises")
                 return
 
     def _needs_input_grad(self, op: Op, positional: list[OpParameter],
@@ -241,24 +314,34 @@ def _signature_difference(parameters: list[OpParameter], fake: FunctionNode) -> 
 
 
 def _generated_fake(op: Op) -> bool:
-    """An op tagged `torch.Tag.inplace` or `torch.Tag.out` (one tag or a
-    sequence of them): torch 2.13 generates its fake (RULES.md, AGF405)."""
+    """An op tagged `torch.Tag.inplace` or `torch.Tag.out`: torch 2.13
+    generates its fake (RULES.md, AGF405)."""
+    return bool(_tags(op) & {"inplace", "out"})
+
+
+def _tags(op: Op) -> set[str]:
+    """The `torch.Tag` names an op's definition passes as `tags=` (one tag or
+    a sequence of them)."""
     anchor = op.anchor
     decorators = anchor.decorator_list if isinstance(anchor, (ast.FunctionDef,
                                                                ast.AsyncFunctionDef)) else []
     calls = [d for d in decorators if isinstance(d, ast.Call)]
     if isinstance(anchor, ast.Call):
         calls.append(anchor)
+    names: set[str] = set()
     for call in calls:
         for keyword in call.keywords:
             if keyword.arg == "tags":
                 tags = keyword.value.elts if isinstance(keyword.value, (ast.Tuple, ast.List,
                                                                          ast.Set)) \
                     else [keyword.value]
-                if any(isinstance(t, ast.Attribute) and t.attr in ("inplace", "out")
-                       for t in tags):
-                    return True
-    return False
+                names.update(t.attr for t in tags if isinstance(t, ast.Attribute))
+    return names
+
+
+def _first_parameter(node: FunctionNode) -> str | None:
+    positional = [*node.args.posonlyargs, *node.args.args]
+    return positional[0].arg if positional else None
 
 
 def _own_returns(node: FunctionNode) -> list[ast.Return]:
@@ -340,3 +423,57 @@ def _passed_on(node: FunctionNode, name: str) -> bool:
 
 def _mentions(expression: ast.AST, names: set[str]) -> bool:
     return any(isinstance(leaf, ast.Name) and leaf.id in names for leaf in ast.walk(expression))
+
+
+_MISSING = object()  # a parameter without a default
+_UNREADABLE = object()  # a default that is not a literal
+
+
+def _all_parameters(node: FunctionNode) -> list[ast.arg]:
+    args = node.args
+    return [*args.posonlyargs, *args.args, *args.kwonlyargs]
+
+
+def _literal_defaults(node: FunctionNode) -> dict[str, object]:
+    """Each parameter's default: its literal value, or _UNREADABLE."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults,
+                     strict=True))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+              if d is not None]
+    found: dict[str, object] = {}
+    for arg, default in pairs:
+        try:
+            found[arg.arg] = ast.literal_eval(default)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            found[arg.arg] = _UNREADABLE
+    return found
+
+
+def _defined_name(op: Op) -> str:
+    """The name an op's definition registers: a schema's with its overload
+    (`quantize_per_tensor.tensor` is another op than `quantize_per_tensor`)."""
+    anchor = op.anchor
+    first = anchor.args[0] if isinstance(anchor, ast.Call) and anchor.args else None
+    if op.kind == "define" and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        namespace = (op.qualified or "").partition("::")[0]
+        return f"{namespace}::{first.value.split('(', 1)[0].strip()}"
+    return op.qualified or "?"
+
+
+def _first_line(node: ast.AST) -> int:
+    decorators = getattr(node, "decorator_list", None)
+    return decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
+
+
+def _top_level_nodes(module: ModuleInfo) -> set[int]:
+    """The ids of what runs unconditionally on import: the module's top-level
+    statements, and the call a top-level expression or assignment makes."""
+    found: set[int] = set()
+    for statement in module.tree.body:
+        found.add(id(statement))
+        if isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign)) and \
+                isinstance(statement.value, ast.Call):
+            found.add(id(statement.value))
+    return found

@@ -11,6 +11,7 @@ from autograd_lint.analysis.function_facts import FunctionFacts, only_raises
 from autograd_lint.analysis.torch_api import SPECIAL_METHODS
 from autograd_lint.analysis.values import Kind
 from autograd_lint.fixes import add_staticmethod
+from autograd_lint.model import FunctionNode
 from autograd_lint.project import CTX_PARAM_NAMES, FunctionClass, Method
 
 from .base import Checker, plural, source_text
@@ -29,7 +30,22 @@ class StructureChecker(Checker):
         self.agf108_vmap_rule_conflict(fn)
         self.agf110_backward_and_vjp(fn)
         self.agf111_missing_forward(fn)
+        self.agf115_custom_bwd_without_custom_fwd(fn)
         self.agf207_vmap_signature(fn, facts)
+
+    # -- AGF115 ----------------------------------------------------------------
+    def agf115_custom_bwd_without_custom_fwd(self, fn: FunctionClass) -> None:
+        forward, backward = fn.method("forward"), fn.own.get("backward")
+        if backward is None or backward.node is None or forward is None or \
+                not _autocast_decorated(backward, "custom_bwd") or \
+                _autocast_decorated(forward, "custom_fwd") or forward.node is None:
+            return
+        decorator = _autocast_decorator(fn, backward.node, "custom_bwd")
+        self.reporter.add("AGF115", decorator if decorator is not None else backward.node,
+                          function=fn.name,
+                          decorator=source_text(decorator) if decorator is not None
+                          else "custom_bwd",
+                          forward_decorator=_matching_custom_fwd(decorator))
 
     # -- AGF103 ----------------------------------------------------------------
     def agf103_not_staticmethod(self, fn: FunctionClass, method: Method) -> None:
@@ -165,3 +181,37 @@ def _returns_nothing(facts: FunctionFacts) -> bool:
     forward = facts.facts("forward")
     return forward is not None and not forward.has_yield and \
         all(ret.value.kind is Kind.NONE for ret in forward.returns)
+
+
+# torch's autocast decorators for Functions, by the modules that define them
+# (`torch.cuda.amp` and `torch.cpu.amp` forward to `torch.amp`).
+_AUTOCAST_MODULES = ("torch.amp.", "torch.cuda.amp.", "torch.cpu.amp.")
+
+
+def _autocast_decorated(method: Method, kind: str) -> bool:
+    """Whether a method carries torch's `custom_fwd` / `custom_bwd` (through
+    any alias: the decorators are resolved names)."""
+    return any(d.startswith(_AUTOCAST_MODULES) and d.rsplit(".", 1)[-1] == kind
+               for d in method.decorators)
+
+
+def _autocast_decorator(fn: FunctionClass, node: FunctionNode, kind: str) -> ast.expr | None:
+    """The decorator that is torch's `kind` (called or not, through any
+    alias), where the finding points."""
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        resolved = fn.info.body_scope.resolve(target) \
+            if isinstance(target, (ast.Name, ast.Attribute)) else None
+        if resolved and resolved.startswith(_AUTOCAST_MODULES) and \
+                resolved.rsplit(".", 1)[-1] == kind:
+            return decorator
+    return None
+
+
+def _matching_custom_fwd(decorator: ast.expr | None) -> str:
+    """The forward decorator to add: the backward's own spelling, with its
+    arguments (`device_type` must agree)."""
+    spelled = source_text(decorator) if decorator is not None else ""
+    if "custom_bwd" not in spelled:  # through an alias: torch's own name
+        return "@torch.amp.custom_fwd(device_type=...)"
+    return "@" + spelled.replace("custom_bwd", "custom_fwd")

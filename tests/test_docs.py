@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from autograd_lint.cli import main
-from autograd_lint.registry import RULES
+from autograd_lint.registry import RULES, TREE_ONLY_CODES
 
 from .helpers import DEFAULT_CODES, lint, lint_tree
 
-PROJECT_RULES = {"AGF301", "AGF405"}  # reported in tree scans only
+PROJECT_RULES = set(TREE_ONLY_CODES)  # reported in tree scans only
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SECTIONS = ["## What it does", "## Why is this bad", "## Example", "## Use instead",

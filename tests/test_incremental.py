@@ -94,9 +94,9 @@ def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     names: list[str] = []
     real = engine.check_module
 
-    def spy(module, project, codes):  # type: ignore[no-untyped-def]
+    def spy(module, project, codes, *rest):  # type: ignore[no-untyped-def]
         names.append(Path(module.path).name)
-        return real(module, project, codes)
+        return real(module, project, codes, *rest)
 
     monkeypatch.setattr(engine, "check_module", spy)
     return names

@@ -32,15 +32,11 @@ from typing import TYPE_CHECKING
 from ..model import FunctionNode, ModuleInfo, Scope
 from ..scan import REGISTRATION_WORDS, text_mentions_ops
 from .custom_ops import OpParameter, mutates_entries, parse_schema, return_aliases
+from .op_wrappers import FAKE_MAKERS, OP_MAKERS, factory_roles, wrapper_roles
 
 if TYPE_CHECKING:
     from ..project import Project
 
-OP_MAKERS = {"torch.library.custom_op": "custom_op", "torch.library.triton_op": "triton_op",
-             "torch._library.custom_ops.custom_op": "custom_op",
-             "torch._library.triton.triton_op": "triton_op"}
-FAKE_MAKERS = frozenset({"torch.library.register_fake", "torch.library.impl_abstract",
-                         "torch.library.register_abstract"})
 AUTOGRAD_MAKERS = frozenset({"torch.library.register_autograd"})
 LIBRARY_CLASS = "torch.library.Library"
 # Implementations under these keys run on fake tensors themselves: the op
@@ -280,6 +276,8 @@ class _ModuleOps:
                                    Registration(node, self.module)))
             elif call is not None and name == "torch.library.impl":
                 self._library_impl(call, Registration(node, self.module))
+            elif call is not None and _defines_op(call) and self.project is not None:
+                self.ops.extend(_factory_op(call, node, self.module, self.scope, self.project))
 
     def _new_op(self, call: ast.Call, kind: str, impl: Registration | None,
                 python_name: str | None, mutates: ast.expr | None = None) -> None:
@@ -464,6 +462,30 @@ class _ModuleOps:
             op.fakes.append(fake)
 
 
+def _factory_op(call: ast.Call, node: FunctionNode, module: ModuleInfo, scope: Scope,
+                project: Project) -> list[Op]:
+    """`@cute_op("ns::name", mutates_args=())`: the op a project decorator
+    factory makes of the decorated def (op_wrappers.factory_roles), if any."""
+    from .effects import effects_of
+
+    if not isinstance(call.func, (ast.Name, ast.Attribute)):
+        return []
+    callee = effects_of(project).callee(call.func, scope, module)
+    roles = factory_roles(callee[0], callee[1], project) if callee else None
+    if callee is None or roles is None:
+        return []
+    bound = _bind(call, callee[0])
+    name = bound.get(roles.get("name", ""))
+    if not isinstance(name, ast.Constant) or not isinstance(name.value, str):
+        return []
+    qualified = name.value if "::" in name.value else f"::{name.value}"
+    op = Op(qualified, "custom_op", node, module, def_parameters(node), Registration(node, module),
+            python_name=node.name, returns_tensor=_returns_tensor(node))
+    mutates = bound.get(roles.get("mutates", ""))
+    op.mutates, op.mutates_node = _mutates(mutates) if mutates is not None else ([], None)
+    return [op]
+
+
 def _defines_op(call: ast.Call) -> bool:
     """A call that looks like an op's definition: an "ns::name" string first,
     or `mutates_args=`."""
@@ -490,49 +512,6 @@ def _bind(call: ast.Call, node: FunctionNode) -> dict[str, ast.expr]:
     bound = dict(zip(positional, call.args, strict=False))
     bound.update({k.arg: k.value for k in call.keywords if k.arg is not None})
     return bound
-
-
-def wrapper_roles(node: FunctionNode, module: ModuleInfo,
-                  project: Project | None) -> dict[str, str] | None:
-    """For a function that registers its arguments as an op, which of its
-    parameters is the op's name, function, mutated arguments and fake (None
-    when it is no such wrapper): its body hands them to `custom_op`,
-    `infer_schema`, a library's `define`/`impl`, or a fake registrar."""
-    cache = project.cache.setdefault("op_wrappers", {}) if project is not None else {}
-    key = id(node)
-    if key in cache:  # type: ignore[operator]
-        return cache[key]  # type: ignore[index]
-    parameters = {a.arg for a in [*node.args.posonlyargs, *node.args.args,
-                                  *node.args.kwonlyargs]}
-    inner = module.scopes.get(id(node))
-    scope: Scope = inner if inner is not None else module.scope
-    roles: dict[str, str] = {}
-    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
-        name = scope.resolve(call.func) if isinstance(call.func, (ast.Name, ast.Attribute)) \
-            else None
-        last = call.func.attr if isinstance(call.func, ast.Attribute) else name
-        names = [a.id if isinstance(a, ast.Name) else None for a in call.args]
-        keywords = {k.arg: k.value.id for k in call.keywords
-                    if k.arg and isinstance(k.value, ast.Name)}
-        if name in OP_MAKERS or name == "torch.library.infer_schema":
-            fn = names[1] if name in OP_MAKERS and len(names) > 1 else \
-                names[0] if name == "torch.library.infer_schema" and names else None
-            if name in OP_MAKERS and names and names[0] in parameters:
-                roles["name"] = names[0]  # type: ignore[assignment]
-            if fn in parameters:
-                roles["fn"] = fn  # type: ignore[assignment]
-            if keywords.get("mutates_args") in parameters:
-                roles["mutates"] = keywords["mutates_args"]
-        elif last in ("impl",) and len(names) >= 2 and names[1] in parameters:
-            roles.setdefault("fn", names[1])  # type: ignore[arg-type]
-            if names[0] in parameters:
-                roles.setdefault("name", names[0])  # type: ignore[arg-type]
-        elif (last in ("_register_fake", "register_fake") or name in FAKE_MAKERS) and \
-                len(names) >= 2 and names[1] in parameters:
-            roles["fake"] = names[1]  # type: ignore[assignment]
-    found = roles if "fn" in roles and "name" in roles else None
-    cache[key] = found  # type: ignore[index]
-    return found
 
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ This module composes the probes, one module per family:
     mutation.py            AGD011 (inputs changed in place)
     boundaries.py          AGD001/AGD003 at the edges: no_grad, size-1 and odd sizes, strides
     partial_inputs.py      AGD012 (optional inputs left None), AGD013 (one input at a time)
-    grad_layouts.py        AGD014 (non-contiguous or expanded incoming gradients)
+    grad_layouts.py        AGD014 (expanded, narrow, transposed incoming gradients)
     transforms.py          AGD008 (forward AD), AGD009 (vmap)
     deliberate.py          gradients that differ from the derivative on purpose
     reference.py           AGD001 in half precision, against a declared reference

@@ -1,4 +1,4 @@
-"""The dynamic checks of one custom op (AGD016, AGD017). Runs in the worker.
+"""The dynamic checks of one custom op (AGD016, AGD014, AGD017). Runs in the worker.
 
 `torch.library.opcheck` runs on the op's inputs (`op_inputs.py`: recorded
 calls, else synthesized), then on variants of them the op also takes:
@@ -6,8 +6,12 @@ inputs that require grad (ops with an autograd formula: without one, a
 backward is not the op's to support) and non-contiguous inputs of the same
 values. Each failing opcheck test is reported once (AGD016), with the inputs
 it failed on; a test that fails for a reason of this machine is no verdict.
-An op with an autograd formula is then compared eagerly and compiled
-(AGD017, `compiled.py`), unless opcheck's own compiled test failed already.
+An op with an autograd formula then gets the incoming gradients autograd
+really hands its backward (expanded, a narrow view, transposed: AGD014,
+`grad_layouts.py`; opcheck feeds contiguous ones only), unless it is random
+or opcheck found its registration wrong, and is compared eagerly and
+compiled (AGD017, `compiled.py`), unless opcheck's own compiled test failed
+already.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import torch
 
 from .compiled import compare_compiled
 from .errors import environmental, first_line
+from .grad_layouts import check_noncontiguous_grad_output
 from .inputs import Inputs
 from .op_inputs import choose_op_inputs, copies, op_error, repeats, with_grad
 from .precision import FLOAT64, Precision, dtype_of, float32
@@ -41,7 +46,8 @@ def run_op_checks(target: Target, op: Any, calls: list[dict[str, Any]],
     strided = _non_contiguous(inputs)
     if strided is not None:
         variants.append((", non-contiguous", strided))
-    tests = None if repeats(target, inputs) else _TESTS_OF_A_RANDOM_OP
+    random = not repeats(target, inputs)
+    tests = _TESTS_OF_A_RANDOM_OP if random else None
     if not traceable:
         tests = _UNTRACED_TESTS
     failed: set[str] = set()
@@ -65,6 +71,8 @@ def run_op_checks(target: Target, op: Any, calls: list[dict[str, Any]],
                               detail=message)
     if unrunnable and not failed:
         target.report("AGD900", reason=f"opcheck could not run {unrunnable[0]} on this machine")
+    if has_autograd and not random and "test_autograd_registration" not in failed:
+        check_noncontiguous_grad_output(target, with_grad(inputs))
     if has_autograd and traceable and COMPILED_TEST not in failed:
         grad_inputs = with_grad(inputs)
         compare_compiled(target, lambda *args: op(*args), lambda: copies(grad_inputs.args))
