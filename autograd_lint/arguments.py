@@ -12,7 +12,7 @@ from .config import ConfigError
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_TERMINATED = 128 + 15  # SIGTERM, as shells report it
 EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE: the reader of stdout went away (`| head`)
-COMMANDS = ("check", "rules", "rule", "server", "record")
+COMMANDS = ("check", "coverage", "rules", "rule", "server", "record")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output(check)
     _add_fixes(check)
     _add_dynamic(check)
+    _add_coverage(commands)
     _add_other_commands(commands)
     return parser
 
@@ -182,6 +183,34 @@ def _add_dynamic(check: argparse.ArgumentParser) -> None:
     dynamic.add_argument("--no-triton-interpreter", action="store_true",
                          help="on a CPU, do not run Triton kernels through Triton's "
                               "interpreter")
+
+
+def _add_coverage(commands: Any) -> None:
+    """`coverage`: which Functions and ops have their gradients checked."""
+    coverage = commands.add_parser(
+        "coverage", help="report which Functions and ops have their gradients checked",
+        description="A row per Function and custom op with how its gradients are checked "
+                    "(gradcheck, opcheck, a reference test ...) or `none`, and a summary, "
+                    "as coverage.py reports lines.")
+    _add_inputs(coverage)
+    coverage.add_argument("--format", choices=("text", "json"), default="text")
+    coverage.add_argument("-o", "--output-file", metavar="FILE",
+                          help="write the report to FILE instead of stdout")
+    coverage.add_argument("--fail-under", type=_number_arg(float, 0, "a percentage"),
+                          metavar="PCT", help="exit 1 when fewer than PCT%% are checked")
+    coverage.add_argument("--show-missing", action=argparse.BooleanOptionalAction, default=True,
+                          help="list the rows checked by nothing (default: on)")
+    coverage.add_argument("--write-tests", metavar="FILE",
+                          help="write a pytest test for each Function and op checked by "
+                               "nothing (runs your code to find inputs: needs the dynamic "
+                               "extra)")
+    coverage.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu",
+                          help="where the written tests run (default: cpu)")
+    coverage.add_argument("--timeout", type=_seconds_arg, default=60.0, metavar="SECONDS",
+                          help="per Function, to find its inputs (default: 60)")
+    # What a check run's configuration reading expects (coverage selects AGF301 itself).
+    coverage.set_defaults(select=None, extend_select=[], ignore=[], fix=False, add_noqa=False,
+                          dynamic=False, no_project_context=True)
 
 
 def _add_other_commands(commands: Any) -> None:

@@ -114,6 +114,10 @@ def main(argv: Sequence[str] | None = None, *, keep: list[object] | None = None)
             return EXIT_ERROR
         if args.command == "check":
             return run_check(args, out, err, keep)
+        if args.command == "coverage":
+            from .coverage import run_coverage
+
+            return run_coverage(args, out, err)
         if args.command == "rules":
             return run_rules(args, out)
         if args.command == "server":

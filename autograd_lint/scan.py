@@ -51,28 +51,43 @@ _IMPORT = re.compile(rb"[ \t\f]*import[ \t\f]+([^\n#;]*)")
 _NAME = re.compile(rb"[A-Za-z_][\w.]*")
 _GRADCHECK_CALL = re.compile(rb"\b(?:gradcheck|gradgradcheck|opcheck)[ \t]*\(")
 # A reference test (AGF301) differentiates (`.backward(`, `autograd.grad(`)
-# and compares (`allclose`, `assert_close`, `assertEqual`, project helpers
-# named like them). Words found with `in` (a hot path: every file), over-
-# approximate: the syntax tree decides.
+# and compares values. In a test file the comparison may be a plain `assert`
+# or a helper of the project under any name, so differentiating is enough to
+# look; so is handing `Fn.apply` on (to a helper that gradchecks it). In a
+# library module only its `test*` defs and `__main__` block hold checks: it
+# must name one, and a comparison. Words found with `in` (a hot path: every
+# file), over-approximate: the syntax tree decides.
 DIFFERENTIATE_WORDS = (".backward", "grad(")
+HANDED_WORDS = (".apply",)
 COMPARE_WORDS = ("close", "qual", "similar", "less", "Less", "greater", "Greater", "snr",
-                 "_error(")
+                 "_error(", "assert")
+IN_MODULE_WORDS = ("__main__", "def test", "def _test")
 _GRADCHECK_TEXT = re.compile(_GRADCHECK_CALL.pattern.decode())
 _WORDS = {
     bytes: tuple(tuple(w.encode() for w in words)
-                 for words in (DIFFERENTIATE_WORDS, COMPARE_WORDS)),
-    str: (DIFFERENTIATE_WORDS, COMPARE_WORDS),
+                 for words in (DIFFERENTIATE_WORDS, HANDED_WORDS, COMPARE_WORDS, IN_MODULE_WORDS)),
+    str: (DIFFERENTIATE_WORDS, HANDED_WORDS, COMPARE_WORDS, IN_MODULE_WORDS),
 }
 
 
 def checks_gradients(text: str | bytes, path: str) -> bool:
     """Whether source text of the file at `path` (its bytes, or a chunk of
-    its text) may check gradients: call gradcheck/gradgradcheck/opcheck, or,
-    in a test file, differentiate and compare as a reference test does."""
-    differentiates, compares = _WORDS[type(text)]
-    if any(word in text for word in differentiates) and \
-            any(word in text for word in compares) and is_test_path(path):
+    its text) may check gradients: call gradcheck/gradgradcheck/opcheck, or
+    differentiate and compare as a reference test does (in a test file, or
+    in a library module's `test*` def or `__main__` block)."""
+    if _calls_gradcheck(text):
         return True
+    differentiates, handed, compares, in_module = _WORDS[type(text)]
+    differentiating = any(word in text for word in differentiates)
+    if not differentiating and not any(word in text for word in handed):
+        return False
+    if is_test_path(path):
+        return True
+    return differentiating and any(word in text for word in compares) and \
+        any(word in text for word in in_module)
+
+
+def _calls_gradcheck(text: str | bytes) -> bool:
     if isinstance(text, bytes):
         return (b"gradcheck" in text or b"opcheck" in text) and \
             _GRADCHECK_CALL.search(text) is not None

@@ -38,6 +38,9 @@ def test_hook_definitions_are_what_the_readme_promises() -> None:
     assert static["types_or"] == ["python", "jupyter"] and static["require_serial"] is True
     assert "--dynamic" not in static["entry"] and "stages" not in static
     assert "--dynamic" in dynamic["entry"] and dynamic["stages"] == ["manual"]
+    coverage = hooks["autograd-lint-coverage"]
+    assert coverage["entry"] == "autograd-lint coverage" and coverage["pass_filenames"] is False
+    assert "pre-push" in coverage["stages"]
 
 
 @pytest.fixture(scope="module")

@@ -84,3 +84,16 @@ def test_install_commands_never_ask_an_index_for_autograd_lint() -> None:
     assert {path: lines for path, lines in bad.items() if lines} == {}
     bare = 'pip install "autograd-lint[lsp]"'
     assert index_installs(bare) == [bare]
+
+
+def test_readme_coverage_sample_is_the_real_output() -> None:
+    import subprocess
+    import sys
+
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```console\n\$ autograd-lint (coverage examples/)\n(.*?)```", text, re.S)
+    assert block is not None
+    proc = subprocess.run([sys.executable, "-m", "autograd_lint", *block.group(1).split(),
+                           "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == block.group(2)

@@ -6,26 +6,36 @@ from the derivative on purpose (`FunctionFacts.deliberate_gradient`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..model import FunctionNode
 from .syntax import last_name, rebound_names
 
+_NO_HELPERS: Mapping[str, FunctionNode] = {}
+
 
 def deliberate_gradient_of(forward: FunctionNode, inputs: set[str],
-                           changes_outputs_in_place: Callable[[], bool]) -> str | None:
+                           changes_outputs_in_place: Callable[[], bool],
+                           helpers: Mapping[str, FunctionNode] = _NO_HELPERS) -> str | None:
     """"identity" when every return of forward is its inputs unchanged (and
     forward does not change what it returns in place: asked only then),
-    "piecewise-constant" when every return is a staircase of them, else None."""
-    shape = _ForwardShape(forward, inputs)
+    "piecewise-constant" when every return is a staircase of them (or, on
+    some paths, the inputs unchanged: `if bits >= 16: return x`), else
+    None. `helpers`: the module's defs by name (`quantize(x)` calls one)."""
+    shape = _ForwardShape(forward, inputs, helpers)
     returns = [node.value for node in ast.walk(forward)
                if isinstance(node, ast.Return) and node.value is not None]
     if not returns:
         return None
-    if not changes_outputs_in_place() and \
-            all(shape.identity_result(expr) for expr in returns):
+    staircases = [shape.piecewise_constant_result(expr) for expr in returns]
+    if all(staircases):
+        return "piecewise-constant"
+    unchanged = changes_outputs_in_place()
+    if not unchanged and all(shape.identity_result(expr) for expr in returns):
         return "identity"  # (`out = x.clone(); kernel[grid](out)` computes)
-    if all(shape.piecewise_constant_result(expr) for expr in returns):
+    if any(staircases) and not unchanged and all(
+            staircase or shape.identity_result(expr)
+            for staircase, expr in zip(staircases, returns, strict=True)):
         return "piecewise-constant"
     return None
 
@@ -40,8 +50,20 @@ _TREE_MAPS = frozenset({"tree_map", "tree_map_only", "map_structure"})
 # Functions and methods with a zero derivative almost everywhere.
 _PIECEWISE_CONSTANT = frozenset({"round", "floor", "ceil", "sign", "trunc", "fix", "bernoulli",
                                  "heaviside", "round_", "floor_", "ceil_", "sign_", "trunc_",
-                                 "bernoulli_"})
-_CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "to", "type_as", "type"})
+                                 "bernoulli_", "bucketize", "searchsorted",
+                                 "fake_quantize_per_tensor_affine",
+                                 "fake_quantize_per_channel_affine", "quantize_per_tensor",
+                                 "quantize_per_channel"})
+_CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "to", "type_as", "type",
+                          "dequantize"})
+# Arithmetic that scales or shifts a staircase (`q.mul(s)`, `torch.mul(q, s)`).
+_SCALINGS = frozenset({"mul", "div", "add", "sub", "true_divide", "multiply", "divide",
+                       "mul_", "div_", "add_", "sub_"})
+_CLAMPS = frozenset({"clamp", "clip", "clamp_", "clip_"})
+# Constant tensors (`torch.ones_like(x)`): the branches of a thresholding `where`.
+_CONSTANT_TENSORS = frozenset({"ones_like", "zeros_like", "full_like", "ones", "zeros", "full",
+                               "tensor", "empty_like"})
+_MAX_HELPER_DEPTH = 3
 
 
 def _low_precision(node: ast.expr) -> bool:
@@ -50,12 +72,39 @@ def _low_precision(node: ast.expr) -> bool:
     return last.startswith(("float8", "int", "uint"))
 
 
+def _straight_assignments(node: FunctionNode) -> dict[str, list[ast.Assign]]:
+    """Names bound only by plain assignments among forward's top-level
+    statements (no branch, loop or unpacking binds them): a use of one reads
+    the last assignment above it."""
+    top = {id(stmt) for stmt in node.body}
+    found: dict[str, list[ast.Assign]] = {}
+    crooked: set[str] = set()
+    for stmt in ast.walk(node):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], ast.Name) and id(stmt) in top:
+            found.setdefault(stmt.targets[0].id, []).append(stmt)
+        elif isinstance(stmt, ast.Assign):
+            crooked.update(rebound_names(stmt.targets))
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.AugAssign, ast.AnnAssign,
+                               ast.NamedExpr, ast.comprehension)):
+            crooked.update(rebound_names([stmt.target]))
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            crooked.update(rebound_names([i.optional_vars for i in stmt.items
+                                          if i.optional_vars is not None]))
+    return {name: sorted(assignments, key=lambda a: a.lineno)
+            for name, assignments in found.items() if name not in crooked}
+
+
 class _ForwardShape:
     """Syntactic facts about what forward returns, through its local names."""
 
-    def __init__(self, node: ast.FunctionDef | ast.AsyncFunctionDef, inputs: set[str]) -> None:
+    def __init__(self, node: ast.FunctionDef | ast.AsyncFunctionDef, inputs: set[str],
+                 helpers: Mapping[str, FunctionNode] = _NO_HELPERS, depth: int = 0) -> None:
         self.inputs = inputs
+        self.helpers = helpers
+        self.depth = depth
         self.bindings: dict[str, list[ast.expr]] = {}
+        self.straight = _straight_assignments(node)
         for stmt in ast.walk(node):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                     isinstance(stmt.targets[0], ast.Name):
@@ -125,14 +174,12 @@ class _ForwardShape:
         if depth > 8:
             return False
         if isinstance(expr, ast.Name):
-            values = self.bindings.get(expr.id)
+            values = self._reaching(expr)
             return bool(values) and all(self._piecewise(v, depth + 1) for v in values)
+        if isinstance(expr, ast.UnaryOp):  # `-q`
+            return self._piecewise(expr.operand, depth + 1)
         if isinstance(expr, ast.BinOp):  # `torch.round(x / s) * s`: still a staircase
-            sides = [expr.left, expr.right]
-            # The other side scales or shifts: a number, a name, an attribute.
-            return any(self._piecewise(side, depth + 1) for side in sides) and all(
-                self._piecewise(side, depth + 1) or
-                isinstance(side, (ast.Constant, ast.Name, ast.Attribute)) for side in sides)
+            return self._scaled([expr.left, expr.right], depth)
         if not isinstance(expr, ast.Call):
             return False
         func = expr.func
@@ -142,12 +189,83 @@ class _ForwardShape:
         if name == "to" and any(_low_precision(a) for a in (*expr.args,
                                                             *(k.value for k in expr.keywords))):
             return True  # a cast to float8 or an integer type is a staircase too
-        if name in _CONVERSIONS | _SAME_VALUES and isinstance(func, ast.Attribute):
-            receiver = func.value
+        receiver = func.value if isinstance(func, ast.Attribute) else None
+        if name in _CONVERSIONS | _SAME_VALUES and receiver is not None:
             return isinstance(receiver, ast.Compare) or self._piecewise(receiver, depth + 1)
-        if name in ("clamp", "clip") and isinstance(func, ast.Attribute):
-            return self._piecewise(func.value, depth + 1)
-        return False
+        if name in _CLAMPS and receiver is not None:  # `q.clamp(lo, hi)`, `torch.clamp(q, lo, hi)`
+            return self._piecewise(receiver, depth + 1) or \
+                bool(expr.args) and self._piecewise(expr.args[0], depth + 1)
+        if name in _SCALINGS and receiver is not None:  # `q.mul(s)`, `torch.mul(q, s)`
+            operands = list(expr.args) if self._module_name(receiver) else [receiver, *expr.args]
+            return self._scaled(operands, depth)
+        if name == "where" and len(expr.args) == 3:
+            return self._thresholded(expr.args, depth)
+        return isinstance(func, ast.Name) and self._helper_staircase(func.id, expr)
+
+    def _module_name(self, expr: ast.expr) -> bool:
+        """`torch` in `torch.mul(q, s)`: a name forward neither takes nor binds."""
+        return isinstance(expr, ast.Name) and expr.id not in self.inputs and \
+            expr.id not in self.bindings and expr.id not in self.straight
+
+    def _reaching(self, name: ast.Name) -> list[ast.expr]:
+        """The values a name may hold where it is read: the last plain
+        assignment above the read, or every binding of a name bound in
+        branches or loops."""
+        assignments = self.straight.get(name.id)
+        if assignments is None:
+            return self.bindings.get(name.id, [])
+        above = [a for a in assignments if (a.end_lineno or a.lineno) < name.lineno]
+        return [above[-1].value] if above else []
+
+    def _scaled(self, operands: list[ast.expr], depth: int) -> bool:
+        """A staircase scaled or shifted by numbers, names or attributes; a
+        0/1 mask times a variable (`x * (x > 0).float()`) masks it instead."""
+        steps = [side for side in operands if self._piecewise(side, depth + 1)]
+        others = [side for side in operands if not any(side is step for step in steps)]
+        if not steps or not all(isinstance(side, (ast.Constant, ast.Name, ast.Attribute))
+                                for side in others):
+            return False
+        return all(isinstance(side, ast.Constant) for side in others) or \
+            not any(self._mask(step, depth + 1) for step in steps)
+
+    def _mask(self, expr: ast.expr, depth: int) -> bool:
+        """A comparison, or a conversion of one (`(x > 0).float()`)."""
+        if depth > 8:
+            return False
+        if isinstance(expr, ast.Name):
+            values = self._reaching(expr)
+            return bool(values) and all(self._mask(v, depth + 1) for v in values)
+        if isinstance(expr, ast.Compare):
+            return True
+        func = expr.func if isinstance(expr, ast.Call) else None
+        return isinstance(func, ast.Attribute) and \
+            func.attr in _CONVERSIONS | _SAME_VALUES and self._mask(func.value, depth + 1)
+
+    def _thresholded(self, args: list[ast.expr], depth: int) -> bool:
+        """`torch.where(x > 0, 1.0, -1.0)`: a threshold choosing between constants."""
+        condition, *branches = args
+        return (isinstance(condition, ast.Compare) or self._piecewise(condition, depth + 1)) and \
+            all(self._constant(branch) or self._piecewise(branch, depth + 1) for branch in branches)
+
+    @staticmethod
+    def _constant(expr: ast.expr) -> bool:
+        if isinstance(expr, ast.UnaryOp):
+            expr = expr.operand
+        return isinstance(expr, ast.Constant) or isinstance(expr, ast.Call) and \
+            last_name(expr.func) in _CONSTANT_TENSORS
+
+    def _helper_staircase(self, name: str, call: ast.Call) -> bool:
+        """A def of forward's module (`quantize(x, s)`) whose every return is
+        a staircase of its parameters."""
+        helper = self.helpers.get(name)
+        if helper is None or self.depth >= _MAX_HELPER_DEPTH:
+            return False
+        args = helper.args
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        shape = _ForwardShape(helper, params, self.helpers, self.depth + 1)
+        returns = [node.value for node in ast.walk(helper)
+                   if isinstance(node, ast.Return) and node.value is not None]
+        return bool(returns) and all(shape.piecewise_constant_result(r) for r in returns)
 
 
 # Calls that only look at their arguments.

@@ -330,7 +330,8 @@ class FunctionFacts:
         inputs = {arg.arg for arg in self.fn.inputs}
         if forward.vararg is not None:  # `return args`: the inputs themselves
             inputs.add(forward.vararg.arg)
-        return deliberate_gradient_of(forward.node, inputs, self._changes_outputs_in_place)
+        return deliberate_gradient_of(forward.node, inputs, self._changes_outputs_in_place,
+                                      self.fn.module.defs)
 
     def _changes_outputs_in_place(self) -> bool:
         """Whether forward changes in place a tensor it returns (or a view)."""

@@ -47,9 +47,7 @@ def run_op_checks(target: Target, op: Any, calls: list[dict[str, Any]],
     if strided is not None:
         variants.append((", non-contiguous", strided))
     random = not repeats(target, inputs)
-    tests = _TESTS_OF_A_RANDOM_OP if random else None
-    if not traceable:
-        tests = _UNTRACED_TESTS
+    tests = opcheck_tests(random, traceable)
     failed: set[str] = set()
     reported: set[str] = set()  # one cause failing several tests is said once
     unrunnable: list[str] = []
@@ -83,6 +81,15 @@ def run_op_checks(target: Target, op: Any, calls: list[dict[str, Any]],
 _TESTS_OF_A_RANDOM_OP = ("test_schema", "test_autograd_registration", "test_faketensor")
 # The tests that run the op eagerly only.
 _UNTRACED_TESTS = ("test_schema", "test_autograd_registration")
+
+
+def opcheck_tests(random: bool, traceable: bool) -> tuple[str, ...] | None:
+    """The opcheck tests an op's outputs allow (None: all of them): a random
+    op's compiled run differs from its eager one; an op only Triton's
+    interpreter runs cannot be traced at all."""
+    if not traceable:
+        return _UNTRACED_TESTS
+    return _TESTS_OF_A_RANDOM_OP if random else None
 
 
 def _opcheck(op: Any, inputs: Inputs, tests: tuple[str, ...] | None

@@ -62,6 +62,9 @@ class DynamicOptions:
     progress: bool = False
     triton_interpreter: bool = True  # on CPU, run Triton kernels through its interpreter
     recording: dict[str, Any] | None = None  # recorded calls (see recording.py)
+    # "check": the dynamic checks; "plan": what a written test does
+    # (`coverage --write-tests`, written_tests.py), nothing checked.
+    purpose: str = "check"
 
 
 @dataclass
@@ -238,6 +241,7 @@ def _write_request(job: ModuleJob, options: DynamicOptions, request: str) -> Non
                    "memory_limit_mb": options.memory_limit_mb,  # CPU workers only
                    "triton_interpreter": options.triton_interpreter,
                    "timeout": options.timeout,  # per Function: the extra probes fit in it
+                   "purpose": options.purpose,
                    "functions": functions}, handle)
 
 

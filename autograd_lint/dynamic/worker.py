@@ -201,10 +201,9 @@ def _describe_import_error(exc: BaseException) -> str:
     return f"importing the module raised {first_line(exc)}"
 
 
-def _check_function(spec: dict[str, Any], module: Any, device: Any, stand_ins: Any,
-                    request: dict[str, Any], entry: dict[str, Any]) -> None:
-    """Every check of one Function class (`checks.py`)."""
-    from .checks import NotChecked, Target, run_all
+def _function_target(spec: dict[str, Any], module: Any, device: Any, stand_ins: Any) -> Any:
+    """The Function class of `spec` in the imported module, as a `Target`."""
+    from .checks import NotChecked, Target
 
     qualname = spec["qualname"]
     cls: Any = module
@@ -216,10 +215,18 @@ def _check_function(spec: dict[str, Any], module: Any, device: Any, stand_ins: A
         raise NotChecked(f"`{qualname}` names another class once the module has "
                          f"run (bound again at line {spec['rebound_at']}): this one "
                          "is not importable by name")
-    target = Target(cls, spec["once_differentiable"], spec["has_jvp"], spec["has_vmap"], device,
-                    legacy=spec.get("legacy", False),
-                    tensor_hints=frozenset(spec.get("tensor_inputs", ())),
-                    emulated=lambda: _emulated(stand_ins))
+    return Target(cls, spec["once_differentiable"], spec["has_jvp"], spec["has_vmap"], device,
+                  legacy=spec.get("legacy", False),
+                  tensor_hints=frozenset(spec.get("tensor_inputs", ())),
+                  emulated=lambda: _emulated(stand_ins))
+
+
+def _check_function(spec: dict[str, Any], module: Any, device: Any, stand_ins: Any,
+                    request: dict[str, Any], entry: dict[str, Any]) -> None:
+    """Every check of one Function class (`checks.py`)."""
+    from .checks import run_all
+
+    target = _function_target(spec, module, device, stand_ins)
     _budget_extras(target, request)
     used = run_all(target, spec.get("recorded", ()))
     entry["findings"] = target.findings
@@ -240,10 +247,10 @@ def _emulated(stand_ins: Any) -> bool:
         "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") == "1")
 
 
-def _check_op(spec: dict[str, Any], module: Any, device: Any, known_ops: set[str],
-              stand_ins: Any, request: dict[str, Any], entry: dict[str, Any]) -> None:
-    """opcheck one custom op (and compare it compiled): `op_checks.py`."""
-    from .op_checks import run_op_checks
+def _op_target(spec: dict[str, Any], module: Any, device: Any, known_ops: set[str],
+               stand_ins: Any) -> tuple[Any, Any, bool]:
+    """The op of `spec` as a `Target` (`op_inputs.op_stand_in`), the op, and
+    whether its fake is its implementation."""
     from .op_inputs import fake_is_impl, find_op, op_stand_in, python_impl
     from .target import Target
 
@@ -251,12 +258,51 @@ def _check_op(spec: dict[str, Any], module: Any, device: Any, known_ops: set[str
     impl = python_impl(op, module, spec["qualname"])
     target = Target(op_stand_in(op, impl), False, False, False, device,
                     emulated=lambda: _emulated(stand_ins))
+    return target, op, fake_is_impl(op, impl)
+
+
+def _check_op(spec: dict[str, Any], module: Any, device: Any, known_ops: set[str],
+              stand_ins: Any, request: dict[str, Any], entry: dict[str, Any]) -> None:
+    """opcheck one custom op (and compare it compiled): `op_checks.py`."""
+    from .op_checks import run_op_checks
+
+    target, op, fake_is_impl = _op_target(spec, module, device, known_ops, stand_ins)
     _budget_extras(target, request)
     used = run_op_checks(target, op, list(spec.get("recorded", ())),
-                         spec.get("op_autograd", False), fake_is_impl(op, impl))
+                         spec.get("op_autograd", False), fake_is_impl)
     entry["findings"] = target.findings
     entry["inputs"] = used.describe()
     entry["precision"] = target.precision.describe()
+
+
+def _importable(name: str, path: str) -> bool:
+    """Whether `import name` finds this file (a test imports it so)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and _same_file(spec.origin, path)
+
+
+def _plan_test(spec: dict[str, Any], module: Any, device: Any, known_ops: set[str],
+               stand_ins: Any, request: dict[str, Any], entry: dict[str, Any]) -> None:
+    """What the test `coverage --write-tests` writes for it does (`written_plans.py`)."""
+    from .written_plans import plan_function, plan_op
+
+    calls = list(spec.get("recorded", ()))
+    if spec.get("op"):
+        target, op, fake_is_impl = _op_target(spec, module, device, known_ops, stand_ins)
+        plan = plan_op(target, op, calls, spec.get("op_autograd", False),
+                       traceable=not (fake_is_impl and target.emulated()))
+    else:
+        plan = plan_function(_function_target(spec, module, device, stand_ins), calls)
+    plan["device"] = str(device)
+    plan["by_name"] = _importable(request["module"], request["path"])
+    plan["triton"] = "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") == "1"
+    entry["plan"] = plan
+    entry["inputs"] = plan.get("describe", "none")
 
 
 def main(request_path: str, result_path: str) -> int:
@@ -324,7 +370,9 @@ def main(request_path: str, result_path: str) -> int:
         result["functions"][spec["key"]] = entry
         try:
             device = torch.device(device_name)
-            if spec.get("op"):
+            if request.get("purpose") == "plan":
+                _plan_test(spec, module, device, known_ops, stand_ins, request, entry)
+            elif spec.get("op"):
                 _check_op(spec, module, device, known_ops, stand_ins, request, entry)
             else:
                 _check_function(spec, module, device, stand_ins, request, entry)
