@@ -574,3 +574,11 @@ TABLE = {"tabled": Tabled.apply}
             assert torch.autograd.gradcheck(TABLE[name], (x,))
         ''')
     assert unchecked(tmp_path) == {"Tabled"}
+
+
+@pytest.mark.parametrize("body", ["res = x.new(x)\n        return res", "return x.new(x)"])
+def test_an_identity_forward_copying_with_new_is_deliberate(tmp_path: Path, body: str) -> None:
+    """fairseq's GradMultiply: `x.new(x)` copies x, backward scales the gradient."""
+    write(tmp_path, "grad.py", STE.format(name="GradMultiply", body=body, clone=" * 0.5"))
+    write(tmp_path, "test_grad.py", "def test_nothing():\n    pass\n")
+    assert unchecked(tmp_path) == set()

@@ -146,7 +146,7 @@ class _ForwardShape:
             kinds = {self._identity(v, seen | {expr.id}) for v in values}
             return kinds.pop() if len(kinds) == 1 else None
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
-                expr.func.attr in _SAME_VALUES:
+                (expr.func.attr in _SAME_VALUES or _copy_of_itself(expr)):
             return "input" if self._identity(expr.func.value, seen) == "input" else None
         if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
             # `args[0]` of `*args`: one of the inputs
@@ -266,6 +266,13 @@ class _ForwardShape:
         returns = [node.value for node in ast.walk(helper)
                    if isinstance(node, ast.Return) and node.value is not None]
         return bool(returns) and all(shape.piecewise_constant_result(r) for r in returns)
+
+
+def _copy_of_itself(call: ast.Call) -> bool:
+    """`x.new(x)`: the legacy constructor copying the tensor it is called on."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr == "new" and len(call.args) == 1 and \
+        not call.keywords and ast.dump(call.args[0]) == ast.dump(func.value)
 
 
 # Calls that only look at their arguments.
