@@ -98,23 +98,11 @@ def _namesake(fn: FunctionClass | None, exercised: set[tuple[str, str]]) -> str 
 def _exemption(fn: FunctionClass | None) -> str | None:
     """Why a Function no check exercises needs none (AGF301's silences), or
     None: it is untested."""
-    if fn is None:
+    if fn is None or fn.project is None:
         return None
-    from .analysis.function_facts import facts_of, only_raises
+    from .checkers.usage import needs_no_gradient_check
 
-    if fn.project is not None and fn.project.has_subclasses(fn):
-        return "a base class (its subclasses are checked)"
-    backward = fn.method("backward") or fn.method("vjp")
-    if fn.method("forward") is None or backward is None:
-        return "no forward or backward"
-    facts = facts_of(fn)
-    if facts.deliberate_gradient is not None:
-        return "deliberate gradient"
-    if facts.outputs_non_differentiable:
-        return "no differentiable output"
-    if backward.node is not None and only_raises(backward.node):
-        return "inference only (backward raises)"
-    return None
+    return needs_no_gradient_check(fn, fn.project)
 
 
 def _op_row(target: FunctionTarget, project: Project) -> CoverageRow:

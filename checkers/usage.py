@@ -96,21 +96,30 @@ class UsageChecker(Checker):
     def agf301_no_gradcheck(self, fn: FunctionClass, answer: GradcheckAnswer | None,
                             pending: list[PendingAGF301] | None) -> None:
         if answer is not None and answer.covers(fn.module.path, fn.info.key, fn.name) or \
-                self.project.has_subclasses(fn):
+                needs_no_gradient_check(fn, self.project) is not None:
             return
-        if fn.method("forward") is None or (fn.method("backward") is None and
-                                            fn.method("vjp") is None):
-            return  # cannot be gradchecked as written (AGF106 / AGF111 say why)
-        facts = facts_of(fn)
-        if facts.outputs_non_differentiable or facts.deliberate_gradient is not None:
-            return  # backward never runs, or differs from the derivative on purpose
-        backward = fn.method("backward") or fn.method("vjp")
-        if backward is not None and backward.node is not None and only_raises(backward.node):
-            return  # inference only: there is no gradient to check
         self.reporter.add("AGF301", fn.node, function=fn.name, name=fn.name)
         if answer is None and pending is not None:
             line, column, _, _ = node_range(fn.node)
             pending.append(PendingAGF301(fn.module.path, line, column, fn.info.key, fn.name))
+
+
+def needs_no_gradient_check(fn: FunctionClass, project: Project) -> str | None:
+    """Why a Function needs no gradient check of its own (AGF301's silences,
+    the coverage report's exempt rows), or None."""
+    if project.has_subclasses(fn):
+        return "a base class (its subclasses are checked)"
+    backward = fn.method("backward") or fn.method("vjp")
+    if fn.method("forward") is None or backward is None:
+        return "no forward or backward"  # (AGF106 / AGF111 say why)
+    facts = facts_of(fn)
+    if facts.deliberate_gradient is not None:
+        return "deliberate gradient"  # differs from the derivative on purpose
+    if facts.outputs_non_differentiable:
+        return "no differentiable output"  # backward never runs
+    if backward.node is not None and only_raises(backward.node):
+        return "inference only (backward raises)"
+    return None
 
 
 class GradcheckAnswer:
