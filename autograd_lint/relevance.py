@@ -323,13 +323,13 @@ def aliases_in(gained: dict[str, set[str]],
 
 # Past this many names, one pass over the file's lines beats a search per name
 # (a file defining thousands of Functions gains thousands of names).
-_NAMES_SEARCHED_ONE_BY_ONE = 8
+NAMES_SEARCHED_ONE_BY_ONE = 8
 
 
 def _alias_lines(data: bytes, words: set[bytes]) -> Iterator[re.Match[bytes]]:
     """The lines of `data` that bind names to a dotted value (_ALIAS_LINE):
     around each occurrence of a few words, or all of them for many."""
-    if len(words) > _NAMES_SEARCHED_ONE_BY_ONE:
+    if len(words) > NAMES_SEARCHED_ONE_BY_ONE:
         yield from _ALIAS_LINES.finditer(data)
         return
     for word in words:

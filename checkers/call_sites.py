@@ -13,6 +13,7 @@ from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXT
 from autograd_lint.lines import LINE_BREAK
 from autograd_lint.model import FunctionNode, ModuleInfo, Scope
 from autograd_lint.project import FunctionClass, Project
+from autograd_lint.relevance import NAMES_SEARCHED_ONE_BY_ONE
 
 _GRAD_ENABLED = frozenset({"torch.is_grad_enabled", "torch._C.is_grad_enabled",
                            "torch.autograd.grad_mode.is_grad_enabled"})
@@ -29,7 +30,6 @@ class Site:
     expects_error: bool = False  # inside `with pytest.raises(...)`: a call meant to fail
 
 
-_NAMES_SEARCHED_ONE_BY_ONE = 8
 _WORD = re.compile(r"\w+")
 
 
@@ -53,7 +53,7 @@ class CallSites:
         # mentions one when one of its words is one; a search per name costs
         # names x statements.
         self._words = frozenset(names) if names is not None and \
-            len(names) > _NAMES_SEARCHED_ONE_BY_ONE and all(n.isidentifier() for n in names) \
+            len(names) > NAMES_SEARCHED_ONE_BY_ONE and all(n.isidentifier() for n in names) \
             else None
 
     def __iter__(self) -> Iterator[tuple[ast.Call, Site]]:
