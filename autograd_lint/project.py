@@ -346,7 +346,7 @@ class Project:
         if load or self.lazy:
             self._load(name, relevant_only=not load)
         found = self.by_name.get(name)
-        if not found and "." in name:
+        if not found:
             found = self._through_namespaces(name, origin, load)
         if not found:
             return None
@@ -358,7 +358,10 @@ class Project:
                             load: bool) -> list[ModuleInfo]:
         """`from src.ops import fns` where no folder has an `__init__.py`:
         the files under those folders that the import reaches (namespace
-        packages), though their own module name is the file's alone."""
+        packages), though their own module name is the file's alone; `import
+        helpers` of a file beside the importing one (a script's folder is
+        its `sys.path[0]`; `setup.py` installs such files as top-level
+        modules), though a package claims it."""
         if (load or self.lazy) and self.loader is not None:
             key = f"{name} from {os.path.dirname(os.path.abspath(origin.path))} {load}"
             if key not in self._tried:
@@ -514,7 +517,8 @@ def reachable_as(path: str, dotted: str, origin_path: str) -> bool:
     `path` through namespace packages (folders without `__init__.py`): the
     file's folders spell the dotted name, and the folder that would have to
     be on sys.path is one holding the importing file (the project root a test
-    runner starts from) or a child of one (a `src/` layout on the path)."""
+    runner starts from) or a child of one (a `src/` layout on the path). A
+    top-level name reaches only a file beside the importing one."""
     where = os.path.abspath(path)
     if where.endswith(os.sep + "__init__.py"):
         where = os.path.dirname(where)
@@ -527,6 +531,8 @@ def reachable_as(path: str, dotted: str, origin_path: str) -> bool:
         return False
     root = where[:-len(suffix)] or os.sep
     here = os.path.dirname(os.path.abspath(origin_path))
+    if "." not in dotted:  # a top-level name: a file beside the importing one
+        return here == root
     return _within(here, root) or _within(here, os.path.dirname(root))
 
 

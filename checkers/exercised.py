@@ -80,6 +80,10 @@ class Exercised:
                     continue
             if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
                 yield from self._targets(node, site)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                # `dispatch("geglu", ...)`: whatever the project registers as "geglu"
+                for registered in registered_under(self.project).get(node.value, ()):
+                    yield ("reached", registered)
 
     def _targets(self, node: ast.Name | ast.Attribute, site: Site) -> Iterator[Edge]:
         """A name: a local binding, a helper def, a class, a module-level
@@ -217,6 +221,45 @@ class Exercised:
             return self._global_value(module, local, depth)
         star = star_reexport(self.project, resolved)
         return self.reached(star, depth + 1) if star is not None else set()
+
+
+def registered_under(project: Project) -> dict[str, list[Resolved]]:
+    """The defs and classes of the modules that define Functions which a
+    decorator registers under a string key (`@register_op("geglu", ...)`,
+    `@registry.register("rms_norm")`), by key: a string-keyed registry runs
+    one of them when that key is looked up, and which one is not known, so a
+    test naming the key may run each. Built from the modules parsed up front,
+    so the answer does not depend on the order checks are met in."""
+    found = project.cache.get("string-registrations")
+    if found is None:
+        index: dict[str, list[Resolved]] = {}
+        modules = {id(fn.module): fn.module for fn in project.functions.values()
+                   if any(fn.module is m for m in project.modules)}
+        for module in modules.values():
+            whole = project.complete(module)
+            for stmt in whole.tree.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    for key in _registration_keys(stmt):
+                        index.setdefault(key, []).append(_resolved_member(whole, stmt))
+        project.cache["string-registrations"] = found = index
+    return found  # type: ignore[return-value]
+
+
+def _registration_keys(stmt: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list[str]:
+    """The string keys a definition's decorators register it under: the first
+    positional argument of a decorator call, when it is a string literal."""
+    return [decorator.args[0].value for decorator in stmt.decorator_list
+            if isinstance(decorator, ast.Call) and decorator.args and
+            isinstance(decorator.args[0], ast.Constant) and
+            isinstance(decorator.args[0].value, str)]
+
+
+def _resolved_member(module: ModuleInfo, stmt: ast.stmt) -> Resolved:
+    """A module's top-level def or class, as a name resolves to it."""
+    prefix = f"{module.module_name}." if module.module_name else ""
+    name = prefix + stmt.name  # type: ignore[attr-defined]
+    found = module.class_named(name) if isinstance(stmt, ast.ClassDef) else None
+    return Resolved(name, module, *found) if found is not None else Resolved(name, module)
 
 
 def _signature(edge: Edge) -> tuple:

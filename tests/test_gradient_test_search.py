@@ -469,6 +469,23 @@ def write_every_form(root: Path) -> None:
     write(root, "tests/test_plain.py", reference_test(
         "test_plain", "plain(x)", "assert (x.grad - ref.grad).abs().max() < 1e-6",
         header="import torch\nfrom src.ops.plain import plain"))
+    write(root, "src/ops/registry.py", REGISTRY)
+    write(root, "src/ops/keyed.py", SWISH.format(name="Keyed", helper="keyed") + '''
+
+from src.ops.registry import register_op
+
+
+@register_op("keyed")
+def keyed_entry(x):
+    return Keyed.apply(x)
+''')
+    write(root, "tests/test_keyed.py", reference_test(
+        "test_keyed", 'dispatch("keyed", x)',
+        header="import torch\nfrom src.ops.registry import dispatch"))
+    write(root, "hopper/__init__.py", "")
+    write(root, "hopper/iface.py", SWISH.format(name="Beside", helper="beside"))
+    write(root, "hopper/test_iface.py", reference_test(
+        "test_beside", "beside(x)", header="import torch\nfrom iface import beside"))
     write(root, "tests/test_handed.py", '''
         import torch
         from src.ops.handed import Handed
@@ -522,7 +539,9 @@ def test_incremental_runs_see_a_helper_stop_comparing(
     "return x.mul((x > 0).float())",
 ])
 def test_masks_times_a_variable_are_no_staircase(tmp_path: Path, body: str) -> None:
-    write(tmp_path, "quant.py", STE.format(name="Masked", body=body, clone=""))
+    # (a backward that computes: one passing the gradient through is deliberate anyway)
+    mask = " * (ctx.saved_tensors[0] > 0)"
+    write(tmp_path, "quant.py", STE.format(name="Masked", body=body, clone=mask))
     write(tmp_path, "test_quant.py", "def test_nothing():\n    pass\n")
     assert unchecked(tmp_path) == {"Masked"}
 
@@ -582,3 +601,110 @@ def test_an_identity_forward_copying_with_new_is_deliberate(tmp_path: Path, body
     write(tmp_path, "grad.py", STE.format(name="GradMultiply", body=body, clone=" * 0.5"))
     write(tmp_path, "test_grad.py", "def test_nothing():\n    pass\n")
     assert unchecked(tmp_path) == set()
+
+
+# -- string-keyed registries, pass-through backwards, files beside a test -------
+REGISTRY = '''\
+_IMPLS = {}
+
+
+def register_op(name, impl_name="default"):
+    def decorate(fn):
+        _IMPLS[name, impl_name] = fn
+        return fn
+    return decorate
+
+
+def dispatch(name, *args, impl="default"):
+    return _IMPLS[name, impl](*args)
+'''
+
+
+@pytest.mark.parametrize("run", [
+    'dispatch("swish", x)',
+    'dispatch("swish", x, impl="fast")',
+    'run_op("swish", x)',
+])
+def test_string_keyed_registries_reach_what_a_test_names(tmp_path: Path, run: str) -> None:
+    """Liger's backends: `@register_op("swish", impl_name=...)` registers a
+    wrapper that applies the Function; a test that runs `dispatch("swish",
+    ...)` (or a helper of its own that does) checks every entry registered
+    as "swish", and none of the others."""
+    write(tmp_path, "lib/__init__.py", "")
+    write(tmp_path, "lib/registry.py", REGISTRY)
+    for name in ("Swish", "Other"):
+        write(tmp_path, f"lib/{name.lower()}.py", SWISH.format(name=name, helper="helper") + f'''
+
+from lib.registry import register_op
+
+
+@register_op("{name.lower()}", impl_name="fast")
+def {name.lower()}_fast(x):
+    return {name}.apply(x)
+''')
+    write(tmp_path, "tests/test_ops.py", reference_test("test_swish", run, header='''\
+import torch
+from lib.registry import dispatch
+
+
+def run_op(op, *args):
+    return dispatch(op, *args)
+'''))
+    assert unchecked(tmp_path) == {"Other"}
+
+
+OPAQUE_FORWARD = '''\
+import torch
+from kernels import cast_fp8
+
+
+class {name}(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dtype):
+        return cast_fp8(x, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+{backward}
+'''
+
+
+@pytest.mark.parametrize("backward, deliberate", [
+    ("return grad, None", True),
+    ("return grad.to(torch.float32).contiguous(), None", True),
+    ("g = grad_w = None\nif ctx.needs_input_grad[0]:\n    g = grad\nreturn g, grad_w", True),
+    ("return grad * 2, None", False),
+    ("grad.mul_(2)\nreturn grad, None", False),
+    ("torch.distributed.all_reduce(grad)\nreturn grad, None", False),
+    ("g = grad.clone()\ng[g < 0] = 0\nreturn g, None", False),
+    ("return None, None", False),
+])
+def test_a_backward_passing_the_gradient_through_is_straight_through(
+        tmp_path: Path, backward: str, deliberate: bool) -> None:
+    """torchao's casts to float8 and optimum-quanto's dequantizers: whatever
+    forward computes, backward hands the input the output's gradient
+    unchanged (a straight-through estimator): nothing to gradcheck. A
+    gradient scaled, changed in place or handed to a collective is computed."""
+    body = textwrap.indent(backward, " " * 8)
+    write(tmp_path, "cast.py", OPAQUE_FORWARD.format(name="ToFp8", backward=body))
+    write(tmp_path, "test_cast.py", "def test_nothing():\n    pass\n")
+    found = lint_tree(tmp_path, {"AGF301", "AGF000"})
+    assert {f.function for f in found} == (set() if deliberate else {"ToFp8"})
+    assert all(f.code == "AGF301" for f in found)
+
+
+@pytest.mark.parametrize("test_file, reached", [
+    ("hopper/test_iface.py", True),
+    ("tests/test_iface.py", False),
+])
+def test_a_top_level_import_reaches_the_file_beside_the_importing_one(
+        tmp_path: Path, test_file: str, reached: bool) -> None:
+    """flash-attn's hopper/: `from flash_attn_interface import ...` in a test
+    beside `flash_attn_interface.py` (its `setup.py` installs the file as a
+    top-level module; a script's folder is its `sys.path[0]`), though the
+    folder is a package. From another folder the name leads nowhere."""
+    write(tmp_path, "hopper/__init__.py", "")
+    write(tmp_path, "hopper/iface.py", SWISH.format(name="Swish", helper="swish"))
+    write(tmp_path, test_file,
+          reference_test("test_swish", "swish(x)", header="import torch\nfrom iface import swish"))
+    assert unchecked(tmp_path) == (set() if reached else {"Swish"})

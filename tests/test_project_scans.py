@@ -167,7 +167,7 @@ def test_marker_classes_and_bases_are_not_reported(tmp_path: Path) -> None:
         class Base(torch.autograd.Function):
             @staticmethod
             def backward(ctx, grad):
-                return grad
+                return grad * 2
 
 
         class Child(Base):

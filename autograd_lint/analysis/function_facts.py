@@ -22,6 +22,7 @@ from .declared_inputs import annotation_kind, input_value, non_tensor_reason
 from .effects import effects_of
 from .events import CtxCall, CtxStore, MethodFacts, Mutation
 from .forward_shape import deliberate_gradient_of
+from .straight_through import passes_gradient_through
 from .interpreter import Interpreter
 from .markers import FROM_GRAD, OWN_SAVED
 from .opt_in import OptIn, defaults_outranked
@@ -323,15 +324,24 @@ class FunctionFacts:
         (or views or copies of them) unchanged, so backward scales, clips,
         reverses, injects or communicates the gradient; "piecewise-constant"
         when forward rounds, takes signs or thresholds, so backward is a
-        surrogate (straight-through estimators)."""
+        surrogate; "straight-through" when backward hands each input the
+        output's gradient unchanged whatever forward computes (casts to
+        float8, masks, quantizers: straight-through estimators)."""
         forward = self.fn.forward
         if forward is None or forward.node is None:
             return None
         inputs = {arg.arg for arg in self.fn.inputs}
         if forward.vararg is not None:  # `return args`: the inputs themselves
             inputs.add(forward.vararg.arg)
-        return deliberate_gradient_of(forward.node, inputs, self._changes_outputs_in_place,
-                                      self.fn.module.defs)
+        shape = deliberate_gradient_of(forward.node, inputs, self._changes_outputs_in_place,
+                                       self.fn.module.defs)
+        if shape is not None:
+            return shape
+        backward = self.fn.method("backward") or self.fn.method("vjp")
+        if backward is not None and backward.node is not None and \
+                passes_gradient_through(backward.node):
+            return "straight-through"
+        return None
 
     def _changes_outputs_in_place(self) -> bool:
         """Whether forward changes in place a tensor it returns (or a view)."""
