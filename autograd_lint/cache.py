@@ -298,9 +298,6 @@ class Cache:
         self._stored_digests: dict[str, Any] = {}
         self._digests_to_store: dict[str, list[Any]] = {}
         self.digests_changed = False
-        # Whether a file parses whole, by path, with the stat it had then
-        # (kept for the life of this object: one run, or a language server's).
-        self._parses: dict[str, tuple[list[Any] | None, bool]] = {}
         self._swept = False  # whether killed runs' temporary files were looked for
 
     def begin_run(self, texts: Mapping[str, bytes]) -> None:
@@ -319,14 +316,6 @@ class Cache:
             self._stats[path] = _stat_key(path) if text is None else \
                 ["text", hashlib.blake2b(text).hexdigest()]
         return self._stats[path]
-
-    def parses(self, path: str) -> bool | None:
-        """Whether the file, as it is now, parses whole (None: not known)."""
-        known = self._parses.get(path)
-        return known[1] if known is not None and known[0] == self.stat(path) else None
-
-    def store_parses(self, path: str, parses: bool) -> None:
-        self._parses[path] = (self.stat(path), parses)
 
     # -- scans -----------------------------------------------------------------
 

@@ -41,7 +41,7 @@ from .engine_io import FunctionTarget, LintResult, SourceInput, _describe, _op_t
 from .engine_parse import HUGE_BYTES, SPARSE_MIN_BYTES, ParsedFile, _module, _Parsing
 from .engine_parts import PartResult, _Parts
 from .engine_scope import ScanTable, _Scope
-from .engine_syntax import SyntaxCheck, decode_source, parse_text, syntax_finding
+from .engine_syntax import decode_source, parse_text, syntax_finding
 from .engine_workers import _workers_stop_with_run, forking
 from .engine_workers import libc_prctl as _load_prctl
 from .files import ProjectRoots, is_test_path
@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # imported lazily at run time
 
 __all__ = [  # what other modules import from here, most of it defined in engine_*
     "FUNCTION_WORD", "HUGE_BYTES", "SPARSE_MIN_BYTES", "FunctionTarget", "LintResult",
-    "ParsedFile", "PartResult", "ScanTable", "SourceInput", "SyntaxCheck", "check_module",
+    "ParsedFile", "PartResult", "ScanTable", "SourceInput", "check_module",
     "decode_source", "forking", "lint_inputs", "lint_source", "parse_text", "syntax_finding",
 ]
 
@@ -269,8 +269,6 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
         # The scans, for the files an incremental run parses when a name
         # leads there.
         self._scans_by_path: ScanTable | None = None
-        self._broken: set[str] = set()  # analysed files found not to parse whole
-        self._errors_before = 0
         self.collect_functions = False
         self._init_scope()
         self._init_parsing()
@@ -335,37 +333,19 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
                 source = self._by_path[path]
                 matters = source.explicit or self.relevance.matters(path)
                 relevant.append((source, scans[path], matters))
-        # Sparse parses skip statements; a syntax error there must still be
-        # reported as a whole parse would. Check those files whole, in the
-        # background, while the sparse results are analysed. (Unchanged
-        # context files were checked by the run that stored their results.)
-        check = SyntaxCheck([s for s, _, _ in relevant if self._sparse_candidate(s) and (
-            self._checking is None or s.path in self._checking)], self.jobs, self.cache)
-        self._errors_before = len(self.result.errors)
-        checked = {s.path for s in check.sources}
+        # AGF000 covers what the run reads (RULES.md): a syntax error in a
+        # statement a sparse parse keeps makes that parse fail and the file
+        # is parsed whole; one in a statement no rule reads is not reported.
         self._analyse(relevant)
-        broken = check.broken()
-        # Files parsed sparsely because a name led there: a whole run checks
-        # them whole too (in the background, with the others; the files too
-        # large to parse whole are checked piece by piece as they are parsed).
-        late = [self._by_path[p] for p, sparse in self._sparse_parsed.items()
-                if sparse and p not in checked and self._sparse_candidate(self._by_path[p])]
-        broken += SyntaxCheck(late, 1, self.cache).broken()
-        self._broken = {s.path for s in broken}
-        if any(self._sparse_parsed.get(s.path) for s in broken):
-            # Rare: analyse again as the whole parses see it (those files fail).
-            self._whole_only |= self._broken
-            self._analyse(relevant)
         self.result.findings = sort_findings(
             [finding for findings in self._file_findings.values() for finding in findings])
 
     def _analyse(self, relevant: list[tuple[SourceInput, FileScan, bool]]) -> None:
-        for source, _, _ in relevant:  # from an earlier pass (context files keep theirs)
+        # Drop the stored findings of what is analysed now (context files keep theirs).
+        for source, _, _ in relevant:
             if self._checking is None or source.path in self._checking:
                 self._file_findings.pop(source.path, None)
                 self._reads.pop(source.path, None)
-        self._sparse_parsed: dict[str, bool] = {}
-        del self.result.errors[self._errors_before:]  # from an earlier pass
         self.result.functions = []
         parsed: list[ParsedFile] = []
         for source, scan, matters in relevant:

@@ -58,8 +58,8 @@ class _Parsing:
         self._by_last_part: dict[str, list[SourceInput]] | None = None
         self._in_project: set[str] = set()  # paths parsed by the current pass
         self._whole: dict[str, ModuleInfo | None] = {}  # whole-file parses, by path
-        self._whole_only: set[str] = set()  # files found broken: parse whole, never sparse
-        self._sparse_parsed: dict[str, bool] = {}
+        # Files whose whole text does not parse: their statements that do, by path.
+        self._statements: dict[str, ModuleInfo | None] = {}
 
     def _sparse_candidate(self, source: SourceInput) -> bool:
         """Whether `_parse` will try a sparse parse of this file."""
@@ -83,15 +83,12 @@ class _Parsing:
         try:
             data = source.read()
             huge = len(data) >= HUGE_BYTES
-            if huge or (self._may_parse_sparsely(source) and len(data) >= SPARSE_MIN_BYTES
-                        and source.path not in self._whole_only):
+            if huge or (self._may_parse_sparsely(source) and len(data) >= SPARSE_MIN_BYTES):
                 entry.text, entry.module = self._sparse(source, scan, data, huge)
                 if huge and entry.text is not None:  # (undecodable: parse_text says so)
                     self._check_piecewise(entry, matters)
-                    self._sparse_parsed[source.path] = entry.module is not None
                     return entry
                 if entry.module is not None:
-                    self._sparse_parsed[source.path] = True
                     return entry
             entry.text, tree, syntax = parse_text(source.display, data)
             if syntax is not None:
@@ -191,8 +188,32 @@ class _Parsing:
 
     def complete(self, module: ModuleInfo) -> ModuleInfo:
         source = next((s for s in self.inputs if s.display == module.path), None)
-        whole = self._parse_whole(source) if source is not None else None
+        if source is None:
+            return module
+        whole = self._parse_whole(source) or self._parse_statements(source)
         return whole if whole is not None else module
+
+    def _parse_statements(self, source: SourceInput) -> ModuleInfo | None:
+        """A file read sparsely whose whole text does not parse (a syntax
+        error in a statement no rule reads, which AGF000 leaves out): its
+        top-level statements that parse, each on its own, as the rest of the
+        file is when the error is mended."""
+        from .sparse import parse_sparse
+
+        key = source.path
+        if key not in self._statements:
+            module = None
+            try:
+                text = decode_source(source.read())
+                tree = parse_sparse(text, lambda _: True, source.display, max_fraction=1.0,
+                                    piecewise=True)
+                if tree is not None:
+                    module = _module(source.display, key, tree, text,
+                                     module_names=self.module_names)
+            except (OSError, NotebookError, UnicodeError, LookupError, SyntaxError):
+                pass
+            self._statements[key] = module
+        return self._statements[key]
 
     def _parse_whole(self, source: SourceInput) -> ModuleInfo | None:
         key = source.path

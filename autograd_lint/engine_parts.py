@@ -48,8 +48,6 @@ class PartResult:
     reads: dict[str, set[str]]
     errors: list[tuple[str, str]]
     functions: list[FunctionTarget]
-    broken: set[str]  # files of the part that do not parse whole
-    sparse: set[str]  # files parsed sparsely: the part's and those loaded for it
     gradchecked: tuple[set[tuple[str, str]], frozenset[str]] | None
     pending: list[PendingAGF301]  # AGF301 findings the gradcheck answer may clear
 
@@ -66,9 +64,6 @@ class _Parts:
     project: Project | None
     _file_findings: dict[str, list[Finding]]
     _reads: dict[str, set[str]]
-    _broken: set[str]
-    _whole_only: set[str]
-    _sparse_parsed: dict[str, bool]
     _gradchecked_seed: dict[str, Any] | None
     scan_tree: bool
     project_roots: ProjectRoots
@@ -92,13 +87,6 @@ class _Parts:
         if len(parts) < 2 or not _can_fork():
             return False
         results = self._run_parts(scans, relevant, parts, broken, answer_once)
-        if results is not None:
-            found_broken = set().union(*(r.broken for r in results))
-            if any(r.sparse & found_broken for r in results):
-                # Rare: a worker read a file sparsely that does not parse
-                # whole; all analyse again as the whole parses see it.
-                self._whole_only |= found_broken
-                results = self._run_parts(scans, relevant, parts, broken, answer_once)
         if results is None:
             return False
         self._merge(results)
@@ -212,9 +200,8 @@ class _Parts:
                 findings={p: self._file_findings[p] for p in part if p in self._file_findings},
                 reads={p: self._reads[p] for p in part if p in self._reads},
                 errors=self.result.errors[errors_before:], functions=self.result.functions,
-                broken=self._broken, gradchecked=computed,  # type: ignore[arg-type]
-                pending=list(pending),  # type: ignore[call-overload]
-                sparse={p for p, sparse in self._sparse_parsed.items() if sparse}))
+                gradchecked=computed,  # type: ignore[arg-type]
+                pending=list(pending)))  # type: ignore[call-overload]
         except BaseException as exc:  # the parent analyses in one process instead
             try:
                 writer.send(_describe(exc))

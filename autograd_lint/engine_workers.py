@@ -4,8 +4,8 @@ The fork hooks that arm each worker to die with the process that forked it
 (prctl's PR_SET_PDEATHSIG on Linux, a thread polling for a new parent
 elsewhere), the SIGTERM handler that kills a run's workers before the run dies
 by the signal, and `forking()` for the signal handlers of the command. The
-workers of engine_parts, of scan.py's and relevance.py's pools and of
-engine_syntax.SyntaxCheck are covered without those modules knowing it, and
+workers of engine_parts and of scan.py's and relevance.py's pools are
+covered without those modules knowing it, and
 nothing here knows what the workers do.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from typing import Any
 
 # Worker processes stop with their run. Workers are forked while a run is in
-# progress (the analysis parts of engine_parts, the pools of `scan_all`,
-# `dotted_references` and `SyntaxCheck`); a worker forked then is armed to die
+# progress (the analysis parts of engine_parts, the pools of `scan_all` and
+# `dotted_references`); a worker forked then is armed to die
 # with the process that forked it: on Linux the kernel kills it when that
 # process dies (PR_SET_PDEATHSIG: a SIGKILL of the run cannot be caught),
 # elsewhere a thread of the worker polls for a new parent. A run stopped by

@@ -1,4 +1,5 @@
-"""The prefilter (byte scan, relevance, sparse parsing) never changes findings.
+"""The prefilter (byte scan, relevance, sparse parsing) never changes findings
+(but AGF000 of a statement no rule reads, which RULES.md leaves out).
 
 A run with the prefilter must report exactly what a run that parses every file
 whole reports: on a synthetic project built to stress the prefilter's guesses,
@@ -144,6 +145,52 @@ def test_files_too_large_to_parse_whole_still_report_syntax_errors(tmp_path: Pat
             assert codes == [(LEAKY.count("\n") + HUGE_BYTES // 1000 + 1, "AGF000")]
         else:
             assert (7, "AGF001") in codes and "AGF000" not in {code for _, code in codes}
+
+
+def test_a_syntax_error_in_a_statement_the_run_does_not_read_is_not_reported(
+        tmp_path: Path) -> None:
+    """AGF000 covers what the run reads (RULES.md): of a file parsed sparsely,
+    a syntax error in a statement no rule reads is left to ruff's and
+    flake8's syntax errors; the Function's findings stand. Parsed whole
+    (`--no-prefilter`), the file fails as Python would."""
+    rows = "".join(f'ROW_{n} = "{"x" * 100}"\n' for n in range(SPARSE_MIN_BYTES // 100 + 10))
+    path = tmp_path / "large.py"
+    path.write_text(LEAKY + rows + "def broken(:\n    pass\n")
+    filtered, whole = run(tmp_path, prefilter=True), run(tmp_path, prefilter=False)
+    assert (7, "AGF001") in {(f.line, f.code) for f in filtered}
+    assert "AGF000" not in {f.code for f in filtered}
+    assert [f.code for f in whole] == ["AGF000"]
+
+
+HELPER_WRITES = '''import torch
+
+
+def scale_(t, factor):
+    t.mul_(factor)
+    return t
+
+
+class Scaled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return scale_(x, 2.0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2.0
+'''
+
+
+def test_helpers_of_a_file_with_an_unread_syntax_error_are_still_read(tmp_path: Path) -> None:
+    """The file's whole text does not parse, so the helpers the analysis
+    asks for are read statement by statement: the findings are the mended
+    file's, not fewer."""
+    path = tmp_path / "large.py"
+    path.write_text(HELPER_WRITES + PADDING + "def mended(x):\n    return x\n")
+    mended = [(f.line, f.code) for f in run(tmp_path, prefilter=True)]
+    assert (12, "AGF012") in mended  # (the helper writes the input in place)
+    path.write_text(HELPER_WRITES + PADDING + "def broken(:\n    return x\n")
+    assert [(f.line, f.code) for f in run(tmp_path, prefilter=True)] == mended
 
 
 # ---------------------------------------------------------------------------

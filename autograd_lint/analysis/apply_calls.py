@@ -104,8 +104,7 @@ def _apply_calls(tree: ast.AST) -> dict[str, list[ApplyCall]]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name) and \
                 (name := _applied_class(node.value)) is not None:
-            owner = _owner_def(node, tree)
-            aliases[(id(owner), node.targets[0].id)] = name
+            aliases[(id(enclosing.get(id(node))), node.targets[0].id)] = name
     found: dict[str, list[ApplyCall]] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -135,17 +134,6 @@ def _applied_class(node: ast.expr) -> str | None:
     if isinstance(owner, ast.Name):
         return owner.id
     return owner.attr if isinstance(owner, ast.Attribute) else None
-
-
-def _owner_def(node: ast.AST, tree: ast.AST) -> ast.AST | None:
-    """The innermost def holding a statement (None: the module)."""
-    owner = None
-    for candidate in ast.walk(tree):
-        if isinstance(candidate, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                candidate.lineno <= node.lineno <= (candidate.end_lineno or candidate.lineno) and \
-                (owner is None or candidate.lineno >= owner.lineno):
-            owner = candidate
-    return owner
 
 
 def _argument(argument: ast.expr,
@@ -183,13 +171,14 @@ def _rebound(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 
 
 def enclosing_defs(tree: ast.AST) -> dict[int, ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The innermost def around each call (by id); iterative, for deep trees."""
+    """The innermost def around each call and assignment (by id); iterative,
+    for deep trees."""
     found: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     stack: list[tuple[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(tree, None)]
     while stack:
         node, current = stack.pop()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Call) and current is not None:
+            if isinstance(child, (ast.Call, ast.Assign)) and current is not None:
                 found[id(child)] = current
             inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) \
                 else current

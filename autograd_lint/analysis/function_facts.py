@@ -22,10 +22,10 @@ from .declared_inputs import annotation_kind, input_value, non_tensor_reason
 from .effects import effects_of
 from .events import CtxCall, CtxStore, MethodFacts, Mutation
 from .forward_shape import deliberate_gradient_of
-from .straight_through import passes_gradient_through
 from .interpreter import Interpreter
 from .markers import FROM_GRAD, OWN_SAVED
 from .opt_in import OptIn, defaults_outranked
+from .straight_through import passes_gradient_through
 from .values import Kind, Value, join
 
 
