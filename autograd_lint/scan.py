@@ -177,9 +177,15 @@ def _aliases(data: bytes) -> frozenset[str]:
     for word, pattern in ((b"Function", _ALIAS), (b"autograd", _ALIAS),
                           (b"torch", _TORCH_ALIAS)):
         for offset in _occurrences(data, word):
+            if word == b"torch" and data[offset + 5: offset + 6] not in _SPACE_OR_END:
+                continue  # `torch.`, `torch_`: every `_TORCH_ALIAS` match has space or an end there
             for match in pattern.finditer(_line_around(data, offset)):
                 found.add((match.group(1) or match.group(2)).decode("latin-1"))
     return frozenset(found)
+
+
+# What may follow `torch` where `_TORCH_ALIAS` matches (b"": the end of the file).
+_SPACE_OR_END = frozenset({b" ", b"\t", b"\r", b"\f", b"\v", b"\n", b""})
 
 
 def _imports(data: bytes) -> tuple[tuple[str, str], ...]:
