@@ -89,6 +89,13 @@ def _is_stat_key(value: object) -> bool:
     return isinstance(value, list) and len(value) == 4 and all(type(v) is int for v in value)
 
 
+def _is_text_stat(value: object) -> bool:
+    """Whether `value` is the stat of an editor's text (`Cache.stat`: its
+    hash), which an in-memory scan of a buffer is stored with."""
+    return isinstance(value, list) and len(value) == 2 and value[0] == "text" and \
+        isinstance(value[1], str)
+
+
 def _is_digest(value: object) -> bool:
     return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
 
@@ -268,7 +275,8 @@ def _sound_gradchecked(value: Any) -> bool:
 def _sound_scan(entry: Any) -> bool:
     """Whether `entry` is a file's scan as store_scan writes it."""
     data = entry.get("scan") if isinstance(entry, dict) else None
-    if not isinstance(data, dict) or not _is_stat_key(entry.get("stat")) or \
+    stat = entry.get("stat") if isinstance(entry, dict) else None
+    if not isinstance(data, dict) or not (_is_stat_key(stat) or _is_text_stat(stat)) or \
             not _strings(data.get("aliases")) or not isinstance(data.get("gradcheck"), bool):
         return False
     headers, imports = data.get("headers"), data.get("imports")

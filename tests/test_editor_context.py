@@ -155,6 +155,33 @@ def test_lints_reuse_the_projects_scans_and_write_nothing(project: Path, monkeyp
     assert not (project / ".autograd_lint_cache").exists()
 
 
+def test_an_edit_that_keeps_the_buffers_scan_updates_the_relevance(project: Path,
+                                                                   monkeypatch) -> None:
+    """Typing inside a function leaves the buffer's byte scan as it was: the
+    relevance is updated for it, not judged again over the project (an
+    editor's text is stored with its hash as its stat, and such a scan is a
+    sound one to compare with)."""
+    import autograd_lint.relevance as relevance
+
+    edited = USE.replace("return Cube", "return  Cube")
+    expected = named_file_lint(project / "use.py", edited)
+    judged: list[int] = []
+    real = relevance.judge
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        judged.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(relevance, "judge", counting)
+    linter = BufferLinter()
+    use = project / "use.py"
+    first = buffer_lint(linter, use, USE)
+    assert judged == [1]
+    assert buffer_lint(linter, use, edited) == first == expected
+    assert buffer_lint(linter, use, USE) == first
+    assert judged == [1]
+
+
 def test_the_first_lint_starts_from_the_command_lines_scans(project: Path, monkeypatch,
                                                              capsys) -> None:
     monkeypatch.chdir(project)
