@@ -121,8 +121,24 @@ def _op_row(target: FunctionTarget, project: Project) -> CoverageRow:
                        for s in spelled if s):
                     return CoverageRow(target.display, target.line, qualified or target.qualname,
                                        "op", CHECKED, f"opcheck at {module.path}:{node.lineno}")
+    if _without_gradient(target, project):
+        return CoverageRow(target.display, target.line, qualified or target.qualname, "op",
+                           EXEMPT, "no autograd registration (not differentiable)")
     return CoverageRow(target.display, target.line, qualified or target.qualname, "op", NONE,
                        "none")
+
+
+def _without_gradient(target: FunctionTarget, project: Project) -> bool:
+    """Whether the op is known to have no gradient to check: no autograd
+    formula and no implementation autograd differentiates anywhere in its
+    project (op_model.OpsIndex.has_no_gradient)."""
+    from .analysis.op_model import ops_index
+
+    index = ops_index(project)
+    ops = [op for op in index.ops if op.qualified == target.op and
+           op.module.path == target.display and getattr(op.anchor, "lineno", None) == target.line]
+    return bool(ops) and all(index.has_no_gradient(op, project.root_of(op.module.path))
+                             for op in ops)
 
 
 def _called(call: ast.Call) -> str | None:

@@ -60,6 +60,13 @@ FILES = {
         @torch.library.custom_op("cov::triple", mutates_args=())
         def triple(x: torch.Tensor) -> torch.Tensor:
             return x * 3
+
+
+        def _triple_backward(ctx, grad):
+            return grad * 3
+
+
+        triple.register_autograd(_triple_backward)
         ''',
     "tests/test_ops.py": '''
         import torch
@@ -149,3 +156,59 @@ def test_write_tests_writes_one_per_unchecked_row_and_again_the_same(project: Pa
     assert texts[0] == texts[1]
     assert "def test_Untested()" in texts[0] and "def test_op_cov_triple()" in texts[0]
     assert "def test_Checked()" not in texts[0]
+
+
+OPS_WITHOUT_GRADIENTS = '''
+import torch
+
+lib = torch.library.Library("nograd", "DEF")
+lib.define("pack(Tensor x) -> Tensor")
+lib.define("blend(Tensor x) -> Tensor")
+
+
+@torch.library.custom_op("nograd::quantize", mutates_args=())
+def quantize(x: torch.Tensor) -> torch.Tensor:
+    return x.round()
+
+
+@torch.library.custom_op("nograd::scale", mutates_args=())
+def scale(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+scale.register_autograd(lambda ctx, grad: grad * 2)
+
+
+@torch.library.impl("nograd::pack", "CPU")
+def pack(x):
+    return x.to(torch.uint8)
+
+
+@torch.library.impl("nograd::blend", "CompositeImplicitAutograd")
+def blend(x):
+    return x * 0.5
+'''
+
+
+def test_ops_known_to_have_no_gradient_need_no_check(tmp_path: Path, monkeypatch,
+                                                      capsys) -> None:
+    """optimum-quanto's ops: defined with backend implementations only, and
+    no autograd formula anywhere in the project, they have no gradient to
+    check. An autograd formula, or an implementation autograd
+    differentiates (CompositeImplicitAutograd), leaves the op to check."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'nograd'\n")
+    (tmp_path / "ops.py").write_text(OPS_WITHOUT_GRADIENTS)
+    (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    _, out, _ = coverage(capsys, ".", "--format", "json")
+    rows = {row["name"]: (row["status"], row["how"]) for row in json.loads(out)["rows"]}
+    exempt = ("exempt", "no autograd registration (not differentiable)")
+    assert rows["nograd::quantize"] == exempt and rows["nograd::pack"] == exempt
+    assert rows["nograd::scale"] == ("none", "none") == rows["nograd::blend"]
+    # A formula registered under a name built at run time: which op gets it is not known.
+    (tmp_path / "more.py").write_text(
+        "import torch\n\n\ndef register(name, fn):\n"
+        "    torch.library.register_autograd(name, fn)\n")
+    _, out, _ = coverage(capsys, ".", "--format", "json")
+    rows = {row["name"]: row["status"] for row in json.loads(out)["rows"]}
+    assert rows["nograd::quantize"] == "none" == rows["nograd::pack"]

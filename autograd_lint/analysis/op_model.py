@@ -71,6 +71,9 @@ class Op:
     fakes: list[Registration] = field(default_factory=list)
     autograd: list[tuple[ast.Call, Registration | None, Registration | None]] = \
         field(default_factory=list)  # (call, backward, setup_context)
+    # Made by a function of the project that registers ops (a wrapper, a
+    # decorator factory): what else it registers for the op is not known.
+    via_project_function: bool = False
 
     def parameter(self, name: str) -> OpParameter | None:
         return next((p for p in self.parameters if p.name == name), None)
@@ -87,6 +90,23 @@ class OpsIndex:
     fake_names: set[tuple[str | None, str]] = field(default_factory=set)
     # Projects that register a fake under a name built at run time.
     dynamic_fakes: set[str | None] = field(default_factory=set)
+    # (project root, op name) of the ops with an implementation autograd
+    # differentiates, and the projects that register autograd formulas under
+    # names built at run time.
+    differentiable_names: set[tuple[str | None, str]] = field(default_factory=set)
+    dynamic_autograd: set[str | None] = field(default_factory=set)
+
+    def has_no_gradient(self, op: Op, root: str | None) -> bool:
+        """Whether `op` is known to have no gradient: a named op with no
+        autograd formula registered anywhere in its project, and only
+        implementations autograd does not differentiate (backend keys,
+        CompositeExplicitAutograd, "default"). Not known (a registration
+        under a name built at run time, a wrapper of the project's that
+        registers ops, an implementation under a key not known): False."""
+        return op.qualified is not None and op.kind in ("custom_op", "triton_op", "define") \
+            and not op.via_project_function and not op.autograd \
+            and root not in self.dynamic_autograd \
+            and (root, _normal(op.qualified)) not in self.differentiable_names
 
     def may_have_fake(self, op: Op, root: str | None) -> bool:
         """Whether a fake for `op` may be registered in its project."""
@@ -147,6 +167,11 @@ class _ModuleOps:
         # helper's parameter, an f-string): which ops have fakes is not known.
         self.dynamic_fakes = False
         self.traceable: set[str] = set()  # ops with a composite implementation
+        # Ops with an implementation autograd differentiates (an Autograd key,
+        # CompositeImplicitAutograd, or a key not known), and whether an
+        # autograd formula is registered under a name built at run time.
+        self.differentiable: set[str] = set()
+        self.dynamic_autograd = False
         self.unresolved = False  # a registered function's name found no binding
 
     # -- names --------------------------------------------------------------------
@@ -390,6 +415,9 @@ class _ModuleOps:
             self.fakes.append((key, registration))  # what a fake is, under another name
         elif any(k in _TRACEABLE_KEYS for k in literal) or (keys and not literal):
             self.traceable.add(key)  # runs on fake tensors itself (or may: a key not known)
+        if any(k.startswith("Autograd") or k == "CompositeImplicitAutograd" for k in literal) \
+                or (keys and not literal):
+            self.differentiable.add(key)
         self.impls.append((key, registration))
 
     def _library_key(self, library: ast.expr, name: ast.expr) -> str | None:
@@ -421,6 +449,7 @@ class _ModuleOps:
 
     def _autograd(self, key: str | None, call: ast.Call, backward: ast.expr) -> None:
         if key is None:
+            self.dynamic_autograd = True  # which op gets the formula is not known
             return
         setup = next((k.value for k in call.keywords if k.arg == "setup_context"), None)
         self.autograds.append((key, call, self.function(backward), self.function(setup)))
@@ -452,7 +481,7 @@ class _ModuleOps:
         mutates = bound.get(roles.get("mutates", ""))
         op = Op(qualified, "custom_op", impl.node if impl.module is self.module else call,
                 self.module, def_parameters(impl.node), impl,
-                returns_tensor=_returns_tensor(impl.node))
+                returns_tensor=_returns_tensor(impl.node), via_project_function=True)
         op.mutates, op.mutates_node = _mutates(mutates) if mutates is not None else ([], None)
         self.ops.append(op)
         fake = self.function(bound.get(roles.get("fake", "")))
@@ -480,7 +509,8 @@ def _factory_op(call: ast.Call, node: FunctionNode, module: ModuleInfo, scope: S
         return []
     qualified = name.value if "::" in name.value else f"::{name.value}"
     op = Op(qualified, "custom_op", node, module, def_parameters(node), Registration(node, module),
-            python_name=node.name, returns_tensor=_returns_tensor(node))
+            python_name=node.name, returns_tensor=_returns_tensor(node),
+            via_project_function=True)
     mutates = bound.get(roles.get("mutates", ""))
     op.mutates, op.mutates_node = _mutates(mutates) if mutates is not None else ([], None)
     return [op]
@@ -567,6 +597,9 @@ def ops_index(project: Project) -> OpsIndex:
         path, root = collected.module.path, project.root_of(collected.module.path)
         if collected.dynamic_fakes:
             index.dynamic_fakes.add(root)
+        if collected.dynamic_autograd:
+            index.dynamic_autograd.add(root)
+        index.differentiable_names |= {(root, _normal(key)) for key in collected.differentiable}
         index.fake_names |= {(root, _normal(key)) for key in collected.traceable}
         for key, fake in collected.fakes:
             for op in _targets(by_key, root, key, path):
@@ -577,7 +610,10 @@ def ops_index(project: Project) -> OpsIndex:
                 if op.impl is None:
                     op.impl = registration
         for key, call, backward, setup in collected.autograds:
-            for op in _targets(by_key, root, key, path):
+            targets = _targets(by_key, root, key, path)
+            if not targets:  # a formula for an op not known here: any op's, perhaps
+                index.dynamic_autograd.add(root)
+            for op in targets:
                 op.autograd.append((call, backward, setup))
     project.cache["ops_index"] = index
     return index
