@@ -58,7 +58,8 @@ class _Parsing:
         self._by_last_part: dict[str, list[SourceInput]] | None = None
         self._in_project: set[str] = set()  # paths parsed by the current pass
         self._whole: dict[str, ModuleInfo | None] = {}  # whole-file parses, by path
-        # Files whose whole text does not parse: their statements that do, by path.
+        # Files whose whole text does not parse: the text, and the statements that do.
+        self._unparsed: dict[str, str] = {}
         self._statements: dict[str, ModuleInfo | None] = {}
 
     def _sparse_candidate(self, source: SourceInput) -> bool:
@@ -188,34 +189,16 @@ class _Parsing:
 
     def complete(self, module: ModuleInfo) -> ModuleInfo:
         source = next((s for s in self.inputs if s.display == module.path), None)
-        if source is None:
-            return module
-        whole = self._parse_whole(source) or self._parse_statements(source)
+        whole = self._parse_whole(source, by_statements=True) if source is not None else None
         return whole if whole is not None else module
 
-    def _parse_statements(self, source: SourceInput) -> ModuleInfo | None:
-        """A file read sparsely whose whole text does not parse (a syntax
-        error in a statement no rule reads, which AGF000 leaves out): its
-        top-level statements that parse, each on its own, as the rest of the
-        file is when the error is mended."""
-        from .sparse import parse_sparse
-
-        key = source.path
-        if key not in self._statements:
-            module = None
-            try:
-                text = decode_source(source.read())
-                tree = parse_sparse(text, lambda _: True, source.display, max_fraction=1.0,
-                                    piecewise=True)
-                if tree is not None:
-                    module = _module(source.display, key, tree, text,
-                                     module_names=self.module_names)
-            except (OSError, NotebookError, UnicodeError, LookupError, SyntaxError):
-                pass
-            self._statements[key] = module
-        return self._statements[key]
-
-    def _parse_whole(self, source: SourceInput) -> ModuleInfo | None:
+    def _parse_whole(self, source: SourceInput, *,
+                     by_statements: bool = False) -> ModuleInfo | None:
+        """The file parsed whole (None: it does not parse). With
+        `by_statements`, a file whose whole text does not parse (a syntax
+        error in a statement no rule reads, which AGF000 leaves out) gives
+        its top-level statements that parse, each on its own, as the rest of
+        the file is when the error is mended."""
         key = source.path
         if key not in self._whole:
             module = None
@@ -224,10 +207,21 @@ class _Parsing:
                 if tree is not None:
                     module = _module(source.display, key, tree, text,
                                      module_names=self.module_names)
+                elif text is not None:
+                    self._unparsed[key] = text  # (read once, for `by_statements`)
             except (OSError, NotebookError):
                 pass
             self._whole[key] = module
-        return self._whole[key]
+        if self._whole[key] is not None or not by_statements or key not in self._unparsed:
+            return self._whole[key]
+        if key not in self._statements:
+            from .sparse import parse_sparse
+
+            tree = parse_sparse(self._unparsed[key], lambda _: True, source.display,
+                                max_fraction=1.0, piecewise=True)
+            self._statements[key] = None if tree is None else _module(
+                source.display, key, tree, self._unparsed[key], module_names=self.module_names)
+        return self._statements[key]
 
 
 def _module(display: str, fs_path: str, tree: ast.Module, text: str | None, *,

@@ -87,6 +87,18 @@ def lint_tree(root: Path, codes: Iterable[str] | None = None, *,
     return result.findings
 
 
+def write(root: Path, relative: str, text: str) -> None:
+    """`text`, dedented, as the file `relative` under root (folders made)."""
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+def unchecked(root: Path) -> set[str]:
+    """Names of the Functions AGF301 reports in a project scan of root."""
+    return {f.function for f in lint_tree(root, {"AGF301"}) if f.code == "AGF301"}
+
+
 # A configuration that turns on AGF001, the finding of `leaky_function`: the
 # rule is pedantic, off by default.
 PEDANTIC_AGF001 = '[tool.autograd-lint]\nextend-select = ["AGF001"]\n'

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import lint_tree, lint_tree_result
+from .helpers import lint_tree, lint_tree_result, unchecked, write
 
 # A Function with a real derivative, and a plain function calling it.
 SWISH = '''\
@@ -41,17 +41,6 @@ REFERENCE_BODY = '''\
     (ref * torch.sigmoid(ref)).sum().backward()
     {compare}
 '''
-
-
-def write(root: Path, relative: str, text: str) -> None:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-
-
-def unchecked(root: Path) -> set[str]:
-    """Names of the Functions AGF301 reports in a project scan of root."""
-    return {f.function for f in lint_tree(root, {"AGF301"}) if f.code == "AGF301"}
 
 
 def reference_test(name: str, run: str, compare: str = "assert torch.allclose(x.grad, ref.grad)",

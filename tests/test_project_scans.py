@@ -9,7 +9,7 @@ import pytest
 
 from autograd_lint.cli import main
 
-from .helpers import lint_tree
+from .helpers import lint_tree, unchecked, write
 
 LIBRARY = textwrap.dedent('''\
     import torch
@@ -31,17 +31,6 @@ LIBRARY = textwrap.dedent('''\
         def backward(ctx, grad):
             return grad * ctx.scale
     ''')
-
-
-def write(root: Path, relative: str, text: str) -> None:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-
-
-def unchecked(root: Path) -> set[str]:
-    """Names of the Functions AGF301 reports in a project scan of root."""
-    return {f.function for f in lint_tree(root, {"AGF301"}) if f.code == "AGF301"}
 
 
 @pytest.fixture

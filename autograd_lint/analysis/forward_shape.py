@@ -9,7 +9,7 @@ import ast
 from collections.abc import Callable, Mapping
 
 from ..model import FunctionNode
-from .syntax import last_name, rebound_names
+from .syntax import last_name, local_values, rebound_names
 
 _NO_HELPERS: Mapping[str, FunctionNode] = {}
 
@@ -103,19 +103,10 @@ class _ForwardShape:
         self.inputs = inputs
         self.helpers = helpers
         self.depth = depth
-        self.bindings: dict[str, list[ast.expr]] = {}
+        self.bindings: dict[str, list[ast.expr]] = {
+            name: [_OPAQUE if value is None else value for value in values]
+            for name, values in local_values(node).items()}
         self.straight = _straight_assignments(node)
-        for stmt in ast.walk(node):
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
-                    isinstance(stmt.targets[0], ast.Name):
-                self.bindings.setdefault(stmt.targets[0].id, []).append(stmt.value)
-            elif isinstance(stmt, (ast.Assign, ast.For)):  # `q, k = helper(q, k)`: unknown
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for name in rebound_names(targets):
-                    self.bindings.setdefault(name, []).append(_OPAQUE)
-            elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and \
-                    isinstance(stmt.target, ast.Name):
-                self.bindings.setdefault(stmt.target.id, []).append(ast.Constant(None))
         # Locals handed to a call that may write them (`kernel[grid](out)`,
         # `fill(out)`): a copy of an input that a call may change is no
         # evidence of an identity forward.

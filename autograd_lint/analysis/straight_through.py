@@ -10,10 +10,11 @@ from __future__ import annotations
 import ast
 
 from ..model import FunctionNode
-from .syntax import rebound_names
+from .syntax import local_values
 
 # Methods whose result holds the receiver's values (in another view, copy,
-# layout or dtype).
+# layout or dtype). Not forward_shape's `expand`: a gradient broadcast back
+# to an input's shape is a reduction's derivative, not one passed through.
 _SAME_VALUES = frozenset({"view", "view_as", "reshape", "reshape_as", "clone", "contiguous",
                           "detach", "to", "float", "half", "bfloat16", "double", "type_as",
                           "type"})
@@ -42,23 +43,7 @@ class _PassThrough:
     def __init__(self, backward: FunctionNode, gradients: set[str]) -> None:
         self.backward = backward
         self.gradients = gradients
-        self.bindings: dict[str, list[ast.expr | None]] = {}
-        for node in ast.walk(backward):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        self.bindings.setdefault(target.id, []).append(node.value)
-                    else:  # `a, b = ...`: not followed
-                        for name in rebound_names([target]):
-                            self.bindings.setdefault(name, []).append(None)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr,
-                                   ast.comprehension)):
-                for name in rebound_names([node.target]):
-                    self.bindings.setdefault(name, []).append(None)
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
-                for name in rebound_names([i.optional_vars for i in node.items
-                                           if i.optional_vars is not None]):
-                    self.bindings.setdefault(name, []).append(None)
+        self.bindings = local_values(backward)
         self.carriers: set[str] = set()  # locals that may hold a gradient
 
     def kind_of_result(self, expr: ast.expr) -> str | None:

@@ -73,6 +73,32 @@ def rebound_names(targets: list[ast.expr]) -> Iterator[str]:
             yield from rebound_names(target.elts)
 
 
+def local_values(node: ast.AST) -> dict[str, list[ast.expr | None]]:
+    """What each name is bound to under `node`: the value a plain `name =
+    value` assigns (to each of `a = b = value`'s names), or None where the
+    syntax gives no single value (unpacking, loops, augmented and annotated
+    assignments, `:=`, `with ... as`). Comprehension variables bind nothing
+    outside their comprehension."""
+    found: dict[str, list[ast.expr | None]] = {}
+    for stmt in ast.walk(node):
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, []).append(stmt.value)
+                else:  # `q, k = helper(q, k)`
+                    for name in rebound_names([target]):
+                        found.setdefault(name, []).append(None)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.AugAssign, ast.AnnAssign,
+                               ast.NamedExpr)):
+            for name in rebound_names([stmt.target]):
+                found.setdefault(name, []).append(None)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for name in rebound_names([item.optional_vars for item in stmt.items
+                                       if item.optional_vars is not None]):
+                found.setdefault(name, []).append(None)
+    return found
+
+
 def last_name(expr: ast.expr) -> str:
     """`torch.library.custom_op` -> "custom_op"; "" for other expressions."""
     return expr.attr if isinstance(expr, ast.Attribute) else \

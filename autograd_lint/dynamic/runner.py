@@ -8,6 +8,7 @@ Nothing here imports torch or the checked code: the children do.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
@@ -114,29 +115,38 @@ def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], froz
     jobs = plan_jobs([t for t in functions if t.skip_reason is None], codes_for)
     checked: list[FunctionTarget] = []
     progress = _Progress(len(jobs), progress_stream if options.progress else None)
+    with contextlib.closing(job_outcomes(jobs, options, "autograd-lint-dynamic-")) as outcomes:
+        for job, outcome in outcomes:
+            progress.step(job.display)
+            codes = codes_for(job.path)
+            for target in job.functions:
+                found, complete = outcome_findings(target, outcome, codes)
+                findings.extend(found)
+                if complete:
+                    checked.append(target)
+    progress.done()
+    return DynamicResult(findings, checked)
+
+
+def job_outcomes(jobs: list[ModuleJob], options: DynamicOptions,
+                 prefix: str) -> Iterator[tuple[ModuleJob, dict[str, Any]]]:
+    """Each job with its outcome, in order, `options.jobs` workers at a time
+    (their files in a temporary folder whose name starts with `prefix`). Ctrl-C, or the
+    caller closing this early, stops every worker now and starts no other
+    (the command exits 130)."""
     running = Running()
-    with tempfile.TemporaryDirectory(prefix="autograd-lint-dynamic-") as workdir:
+    with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
         pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
         try:
             futures = [pool.submit(run_job, job, options, workdir, n, running)
                        for n, job in enumerate(jobs)]
             for job, future in zip(jobs, futures, strict=True):
-                outcome = future.result()
-                progress.step(job.display)
-                codes = codes_for(job.path)
-                for target in job.functions:
-                    found, complete = outcome_findings(target, outcome, codes)
-                    findings.extend(found)
-                    if complete:
-                        checked.append(target)
+                yield job, future.result()
         except BaseException:
-            # Ctrl-C: every worker stops now and no other starts (the command exits 130).
             running.stop_all()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
         pool.shutdown()
-    progress.done()
-    return DynamicResult(findings, checked)
 
 
 def confirm(static: list[Finding], result: DynamicResult) -> list[Finding]:

@@ -17,20 +17,19 @@ written for gets a test that is skipped and says why.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-import tempfile
 import textwrap
 from collections import Counter
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from ..engine import FunctionTarget
 from . import written_template as template
-from .runner import DEFAULT_TIMEOUT, DynamicOptions, ModuleJob, Running, run_job
+from .runner import DEFAULT_TIMEOUT, DynamicOptions, ModuleJob, job_outcomes
 
 # How a skipped test words its reason: inputs that could not be built (or a
 # module that would not import or run), and the rest.
@@ -112,19 +111,8 @@ def plan_entries(targets: list[FunctionTarget], options: DynamicOptions
 
 def _run_jobs(jobs: list[ModuleJob], options: DynamicOptions) -> list[dict[str, Any]]:
     """Each job's outcome, `options.jobs` workers at a time; Ctrl-C stops them all."""
-    running = Running()
-    with tempfile.TemporaryDirectory(prefix="autograd-lint-tests-") as workdir:
-        pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
-        try:
-            futures = [pool.submit(run_job, job, options, workdir, n, running)
-                       for n, job in enumerate(jobs)]
-            outcomes = [future.result() for future in futures]
-        except BaseException:
-            running.stop_all()
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown()
-    return outcomes
+    with contextlib.closing(job_outcomes(jobs, options, "autograd-lint-tests-")) as outcomes:
+        return [outcome for _, outcome in outcomes]
 
 
 # ---------------------------------------------------------------------------
