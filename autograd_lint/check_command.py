@@ -144,8 +144,12 @@ def _collect_inputs(args: argparse.Namespace, plan: _Plan) -> list:
     seen: set[str] = set()
     here = os.getcwd()
 
+    # One folder's walk meets each file once: no key to make per file.
+    one_walk = len(raw) == 1 and os.path.isdir(raw[0])
+
     def add(path: str, explicit: bool) -> None:
-        key = os.path.normpath(os.path.join(here, path))  # one file named twice
+        # (one file named twice is one input)
+        key = path if one_walk else os.path.normpath(os.path.join(here, path))
         if key not in seen:
             seen.add(key)
             inputs.append(SourceInput(path, path, plan.codes_for(path), explicit,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -309,6 +310,8 @@ class ConfigFinder:
         # then: a long-lived caller (the language server) asks `stale()`.
         self._consulted: dict[Path, tuple[int, int] | None] = {}
         self._by_directory: dict[str, FileConfig] = {}  # unresolved directory -> config
+        self._by_file: dict[str, FileConfig] = {}  # file as given -> config
+        self._resolved: dict[str, Path] = {}  # unresolved directory -> its real path
         self._fallback = FileConfig(root=fallback_root)
 
     @property
@@ -319,16 +322,34 @@ class ConfigFinder:
                  is_dir: bool | None = None) -> FileConfig:
         """The configuration that applies to a file (or directory)."""
         text = os.fspath(path)
+        if is_dir is False and text in self._by_file:  # asked per file several times a run
+            return self._by_file[text]
         directory = text if (is_dir if is_dir is not None else os.path.isdir(text)) \
             else os.path.dirname(text)
         # Keyed by the directory as given (relative ones are relative to the
         # working directory, fixed for the run): no path arithmetic per file.
         cached = self._by_directory.get(directory)
         if cached is None:
-            found = self._lookup(Path(os.path.abspath(directory or os.curdir)).resolve())
+            found = self._lookup(self._real_path(directory))
             cached = found if found is not None else self._fallback
             self._by_directory[directory] = cached
+        if is_dir is False:
+            self._by_file[text] = cached
         return cached
+
+    def _real_path(self, directory: str) -> Path:
+        """The directory's real path. A walk meets a folder after its parent:
+        a child that is not a link is its parent's real path and its name,
+        with no walk up the tree to resolve it again."""
+        parent, name = os.path.split(directory)
+        base = self._resolved.get(parent)
+        if base is not None and name not in ("", os.curdir, os.pardir) \
+                and not os.path.islink(directory):
+            real = base / name
+        else:
+            real = Path(os.path.abspath(directory or os.curdir)).resolve()
+        self._resolved[directory] = real
+        return real
 
     def _lookup(self, directory: Path) -> FileConfig | None:
         visited: list[Path] = []
@@ -340,9 +361,10 @@ class ConfigFinder:
                 break
             visited.append(current)
             candidate = current / "pyproject.toml"
-            self._consulted[candidate] = _stamp(candidate)
-            # (os.path: False, not PermissionError, in a folder the user cannot search)
-            if os.path.isfile(candidate):
+            # (one stat: missing, or its stamp and whether it is a regular
+            # file; no PermissionError in a folder the user cannot search)
+            self._consulted[candidate], is_file = _stamp_of_file(candidate)
+            if is_file:
                 data = _load_toml(candidate)
                 for misspelt in _misspellings(data) if self._warn is not None else ():
                     self._warn(f"{candidate}: [tool.{misspelt}] is not read (the table "
@@ -362,6 +384,15 @@ class ConfigFinder:
         """Whether a pyproject.toml this finder read (or found missing) has
         changed, appeared or gone since."""
         return any(_stamp(path) != stamp for path, stamp in self._consulted.items())
+
+
+def _stamp_of_file(path: Path) -> tuple[tuple[int, int] | None, bool]:
+    """`_stamp(path)`, and whether it is a regular file."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None, False
+    return (status.st_mtime_ns, status.st_size), stat.S_ISREG(status.st_mode)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

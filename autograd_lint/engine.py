@@ -34,6 +34,7 @@ import gc
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .engine_incremental import _Incremental
@@ -44,16 +45,14 @@ from .engine_scope import ScanTable, _Scope
 from .engine_syntax import decode_source, parse_text, syntax_finding
 from .engine_workers import _workers_stop_with_run, forking
 from .engine_workers import libc_prctl as _load_prctl
-from .files import ProjectRoots, is_test_path
+from .files import ProjectRoots, is_notebook, is_test_path
 from .findings import Finding, sort_findings
 from .model import ModuleInfo, ModuleNamer, build_module
-from .noqa import apply_noqa
-from .notebooks import cell_lines_in_messages, is_notebook
-from .project import Project
 from .registry import default_codes
 
-if TYPE_CHECKING:  # imported lazily at run time
+if TYPE_CHECKING:  # imported lazily at run time (a warm run analyses nothing)
     from .cache import Cache
+    from .project import Project
     from .relevance import Relevance
     from .scan import FileScan
 
@@ -245,13 +244,7 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
                  jobs: int | None, cache: Cache | None = None) -> None:
         self.inputs = inputs
         self.scan_tree = scan_tree
-        # AGF301 asks whether a project's tests check a Function: a project
-        # scanned without its tests (a wheel, a package without its test
-        # suite) cannot say. The roots of the projects whose tests were scanned.
         self.project_roots = ProjectRoots()
-        self.tested_projects = frozenset(
-            self.project_roots.of(i.path) for i in inputs if is_test_path(i.path)
-        ) if scan_tree else frozenset()
         self.prefilter = prefilter
         self.jobs = jobs
         self.cache = cache
@@ -274,6 +267,17 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
         self._init_parsing()
         self._init_parts()
         self._init_incremental()
+
+    @cached_property
+    def tested_projects(self) -> frozenset[str | None]:
+        """AGF301 asks whether a project's tests check a Function: a project
+        scanned without its tests (a wheel, a package without its test
+        suite) cannot say. The roots of the projects whose tests were scanned
+        (asked when a run analyses: a warm run with nothing changed does not)."""
+        if not self.scan_tree:
+            return frozenset()
+        return frozenset(self.project_roots.of(i.path) for i in self.inputs
+                         if is_test_path(i.path))
 
     def lint(self) -> LintResult:
         references = any(c in i.codes for i in self.inputs for c in ("AGF105", "AGF301"))
@@ -354,6 +358,8 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
                 if entry.module is not None and self.prefilter:
                     entry.module.reach = self.relevance.reach.get(source.path, frozenset())
                 parsed.append(entry)
+        from .project import Project
+
         self._in_project = {p.source.path for p in parsed if p.module is not None}
         self.project = Project([p.module for p in parsed if p.module is not None],
                                scan_tree=self.scan_tree,
@@ -377,6 +383,8 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
     def _check(self, entry: ParsedFile) -> None:
         """Run the rules over a parsed file; keep its findings, the files it
         read and, when asked for, its Functions."""
+        from .noqa import apply_noqa
+
         findings = entry.findings
         if entry.module is not None:
             with self.project.reads.frame() as reads:
@@ -392,6 +400,8 @@ class _Run(_Incremental, _Parts, _Scope, _Parsing):
             findings = findings + apply_noqa(checked, entry.text, entry.module.path,
                                              entry.source.codes)
             if is_notebook(entry.source.path):
+                from .notebooks import cell_lines_in_messages
+
                 findings = cell_lines_in_messages(findings, entry.source.read_bytes)
             if self.collect_functions and not entry.source.context:
                 for fn in self.project.functions_in(entry.module):
@@ -442,5 +452,8 @@ def lint_source(source: str | bytes, path: str = "<string>",
         module = build_module(path, module_name[0], module_name[1], tree, text)
     else:
         module = _module(path, path, tree, text)
+    from .noqa import apply_noqa
+    from .project import Project
+
     findings = check_module(module, Project([module, *context]), enabled, target_torch)
     return sort_findings(apply_noqa(findings, text, path, enabled))

@@ -11,7 +11,6 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from .findings import Finding, sort_findings
-from .project import GRADCHECK_READS
 
 if TYPE_CHECKING:
     from .cache import Cache
@@ -122,6 +121,8 @@ class _Incremental:
                 self._file_findings[path] = findings
         if not changed:
             return stale
+        from .project import GRADCHECK_READS
+
         # What no stored read can show: a changed file that now derives from
         # a class of another file (which may now have subclasses), or that
         # now calls gradcheck (which may now exercise any Function).

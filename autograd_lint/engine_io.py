@@ -12,8 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .files import read_regular_file
-from .notebooks import python_source
+from .files import is_notebook, read_regular_file
 
 if TYPE_CHECKING:
     from .findings import Finding
@@ -43,6 +42,10 @@ class SourceInput:
         """What the checks read: the file's bytes (or the editor's text); of a
         notebook, its code cells as one module (notebooks.py; raises
         NotebookError when it is not a notebook)."""
+        if not is_notebook(self.path):
+            return self.read_bytes()
+        from .notebooks import python_source
+
         return python_source(self.path, self.read_bytes())
 
     def read_bytes(self) -> bytes:

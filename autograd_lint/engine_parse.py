@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING
 
 from .engine_io import _describe
 from .engine_syntax import decode_source, parse_text, syntax_finding
+from .files import NotebookError, is_notebook
 from .findings import Finding
 from .model import ModuleInfo, ModuleNamer, build_module
-from .notebooks import NotebookError, is_notebook
-from .project import reachable_as
 
 if TYPE_CHECKING:
     from .engine_io import LintResult, SourceInput
@@ -157,6 +156,8 @@ class _Parsing:
                     last = filename[:-3] if filename != "__init__.py" else \
                         os.path.basename(os.path.abspath(head or os.curdir))
                     self._by_last_part.setdefault(last, []).append(source)
+        from .project import reachable_as
+
         found = []
         for source in self._by_last_part.get(module_name.rpartition(".")[2], ()):
             if source.path in self._in_project or not (

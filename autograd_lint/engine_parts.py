@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from .engine_io import _describe
 from .findings import Finding, sort_findings
-from .project import GRADCHECK_READS
 
 if TYPE_CHECKING:
     from .checkers.usage import PendingAGF301
@@ -226,6 +225,7 @@ class _Parts:
         """Drop the pending AGF301 findings that the answer (the last
         part's) covers; the files that waited for it read what it read."""
         from .checkers.usage import GradcheckAnswer
+        from .project import GRADCHECK_READS
 
         assert self._gradchecked is not None
         exercised, answer_reads = self._gradchecked

@@ -37,6 +37,9 @@ class _Workers:
     forking = 0  # the process that is forking (set just before the fork)
     from_main = True  # whether its main thread forks
     prctl: Any = None  # libc's prctl where there is one
+    # What finds prctl, until the first fork of a run asks it (a run that
+    # forks nothing, a warm one, loads no ctypes).
+    load_prctl: Callable[[], Any] | None = None
     hooked = False  # the fork hooks are registered
 
 
@@ -124,7 +127,7 @@ def _hook_forks(load_prctl: Callable[[], Any]) -> None:
     if _Workers.hooked:
         return
     _Workers.hooked = True
-    _Workers.prctl = load_prctl()
+    _Workers.load_prctl = load_prctl
     os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                         after_in_child=_after_fork_in_child)
 
@@ -147,6 +150,8 @@ def libc_prctl() -> Any:
 def _before_fork() -> None:
     import threading
 
+    if _Workers.load_prctl is not None and _Workers.runs:
+        _Workers.prctl, _Workers.load_prctl = _Workers.load_prctl(), None
     _Workers.forking = os.getpid()
     _Workers.from_main = threading.current_thread() is threading.main_thread()
 

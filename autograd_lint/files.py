@@ -516,6 +516,17 @@ def write_inside_project(path: str, data: bytes) -> None:
     write_atomically(destination, data)
 
 
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(NOTEBOOK_SUFFIX)
+
+
+class NotebookError(ValueError):
+    """The file is not a notebook this linter reads (not JSON, not nbformat 4)."""
+
+
 _TEST_FOLDERS = frozenset({"test", "tests"})
 
 

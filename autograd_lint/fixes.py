@@ -12,10 +12,9 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .files import read_regular_file
+from .files import is_notebook, read_regular_file
 from .findings import SAFE, UNSAFE, Edit, Finding, Fix
 from .lines import LineIndex
-from .notebooks import is_notebook
 
 MAX_FIX_ROUNDS = 10  # fixes that overlap go in over several rounds
 

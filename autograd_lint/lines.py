@@ -11,9 +11,12 @@ from __future__ import annotations
 import re
 from functools import cached_property
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
-from .files import read_regular_file
-from .notebooks import CellMap, NotebookError, is_notebook, read_notebook
+from .files import NotebookError, is_notebook, read_regular_file
+
+if TYPE_CHECKING:
+    from .notebooks import CellMap
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what `ast` counts as a new line
 
@@ -112,6 +115,8 @@ class SourceLines:
 
     def _notebook(self, path: str, data: bytes) -> str:
         """A notebook's Python view (nothing of a file that is not one), its cells kept."""
+        from .notebooks import read_notebook
+
         try:
             notebook = read_notebook(data)
         except NotebookError:

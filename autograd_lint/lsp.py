@@ -44,10 +44,10 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from . import __version__
+from .files import is_notebook
 from .findings import Finding
 from .fixes import FixResult
 from .lines import LineIndex
-from .notebooks import is_notebook
 
 DEBOUNCE_SECONDS = 0.3
 SOURCE = "autograd-lint"

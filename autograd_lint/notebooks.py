@@ -30,10 +30,12 @@ from dataclasses import dataclass, field, replace
 from json.decoder import scanstring
 from typing import TYPE_CHECKING, Any
 
+# (What a notebook's path is, and the error of one that is not, live in
+# files.py: a run asks them of every file without loading this module.)
+from .files import NotebookError, is_notebook
+
 if TYPE_CHECKING:
     from .findings import Finding
-
-NOTEBOOK_SUFFIX = ".ipynb"
 
 # Cell magics whose body is Python (ruff's list): only the `%%` line is blank.
 PYTHON_CELL_MAGICS = frozenset({"capture", "debug", "prun", "pypy", "python", "python3",
@@ -65,14 +67,6 @@ _DECODER = json.JSONDecoder()
 # escape, or a character as it is.
 _STRING_UNIT = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
                           r"|\\u[0-9a-fA-F]{4}|\\.|[^\\]", re.DOTALL)
-
-
-def is_notebook(path: str) -> bool:
-    return path.endswith(NOTEBOOK_SUFFIX)
-
-
-class NotebookError(ValueError):
-    """The file is not a notebook this linter reads (not JSON, not nbformat 4)."""
 
 
 # ---------------------------------------------------------------------------

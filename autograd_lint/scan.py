@@ -14,8 +14,7 @@ import os
 import re
 from typing import NamedTuple
 
-from .files import is_test_path, read_regular_file
-from .notebooks import scanned_source
+from .files import is_notebook, is_test_path, read_regular_file
 
 # A class header up to its bases, `class Name(` or `class Name[T](` (type
 # parameters, Python 3.12+), with whitespace between the words as the parser
@@ -226,7 +225,10 @@ def newlines_as_lf(data: bytes) -> bytes:
 
 
 def scan_bytes(path: str, data: bytes) -> FileScan:
-    data = scanned_source(path, data)  # a notebook's code cells
+    if is_notebook(path):
+        from .notebooks import scanned_source
+
+        data = scanned_source(path, data)  # its code cells
     encoding = wide_encoding(data)
     if encoding is not None:  # scan its text, so that such a file is not skipped
         try:

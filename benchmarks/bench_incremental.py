@@ -1,13 +1,17 @@
 """Incremental runs on a copy of the torch tree: one file changed since the
 last run, against a warm run with nothing changed and ruff's warm parse.
 
-    python benchmarks/bench_incremental.py [--repeat 5]
+    python benchmarks/bench_incremental.py [--repeat 5] [--before PYTHON]
 
 Each round appends a comment to one file (its content, so its stored result,
 changes) and times a whole `autograd-lint check` process. Three files: one
 that defines Functions (it and the files that read it are analysed again),
 one that matters to none (only its byte scan is redone), and none at all.
-Targets (2-core machines): one file changed <= 0.3 s; nothing changed <= 0.15 s.
+`--before PYTHON`: also an interpreter with an earlier autograd-lint
+installed (`PYTHON -m autograd_lint`), on a copy of its own (its own cache),
+in the same rounds.
+Targets (issue 40, 2-core machines): a file defining Functions changed
+<= 0.5 s; nothing changed <= 0.10 s.
 """
 from __future__ import annotations
 
@@ -37,24 +41,35 @@ def copy_sources(source: Path, target: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--before", metavar="PYTHON",
+                        help="also an interpreter with an earlier autograd-lint installed")
     args = parser.parse_args()
     lint, ruff = tool("autograd-lint"), tool("ruff")
+    versions = {"": [lint]}
+    if args.before:
+        versions["before: "] = [args.before, "-m", "autograd_lint"]
     with tempfile.TemporaryDirectory() as workdir:
-        tree = Path(workdir) / "torch"
-        copy_sources(torch_tree(), tree)
-        command = [lint, "check", str(tree), "--isolated", "-q"]
-        ruff_warm = [ruff, "check", "--select", "E9", "--isolated", "-q", str(tree)]
-        run_once(command, tree)  # fills the cache
-        run_once(ruff_warm, tree)
-        times: dict[str, list[float]] = {name: [] for name in FILES}
+        trees = {}
+        for label, start in versions.items():  # each version its own copy and cache
+            tree = trees[label] = Path(workdir) / f"copy{len(trees)}" / "torch"
+            copy_sources(torch_tree(), tree)
+            run_once([*start, "check", str(tree), "--isolated", "-q"], tree)  # fills the cache
+        ruff_tree = trees[""]
+        ruff_warm = [ruff, "check", "--select", "E9", "--isolated", "-q", str(ruff_tree)]
+        run_once(ruff_warm, ruff_tree)
+        times: dict[str, list[float]] = {
+            f"{label}{name}": [] for name in FILES for label in versions}
         times["ruff --select E9 (warm cache)"] = []
         for round_number in range(args.repeat):
             for name, relative in FILES.items():
-                if relative is not None:
-                    with open(tree / relative, "a", encoding="utf-8") as handle:
-                        handle.write(f"# edit {round_number}\n")
-                times[name].append(run_once(command, tree))
-            times["ruff --select E9 (warm cache)"].append(run_once(ruff_warm, tree))
+                for label, start in versions.items():
+                    tree = trees[label]
+                    if relative is not None:
+                        with open(tree / relative, "a", encoding="utf-8") as handle:
+                            handle.write(f"# edit {round_number}\n")
+                    command = [*start, "check", str(tree), "--isolated", "-q"]
+                    times[f"{label}{name}"].append(run_once(command, tree))
+            times["ruff --select E9 (warm cache)"].append(run_once(ruff_warm, ruff_tree))
     medians = {name: statistics.median(values) for name, values in times.items()}
     print(f"\nincremental runs on a copy of the torch tree ({args.repeat} rounds)")
     width = max(len(name) for name in medians)

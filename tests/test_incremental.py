@@ -3,6 +3,8 @@ analysis read it are analysed again, and the findings are a cold run's."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -130,6 +132,32 @@ def test_nothing_changed_analyses_nothing(project: Path, capsys, analysed: list[
     first = run(capsys)
     analysed.clear()
     assert run(capsys) == first and analysed == []
+
+
+# A warm run with nothing changed takes its findings from the cache: its time
+# is mostly the interpreter's start and its imports, so it loads none of what
+# only an analysis needs (nor ctypes, which only a run that forks workers needs).
+LOADED = """\
+import sys
+from autograd_lint.cli import main
+main(["check", ".", "--isolated", "-q"])
+print(" ".join(sorted(sys.modules)))
+"""
+LOADED_ONLY_TO_ANALYSE = {"autograd_lint.project", "autograd_lint.noqa",
+                          "autograd_lint.notebooks", "ctypes"}
+
+
+def test_a_warm_run_with_nothing_changed_loads_nothing_it_does_not_need(project: Path) -> None:
+    (project / "notes.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, '
+                                         '"nbformat_minor": 5}')
+    first = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, text=True,
+                           check=True)
+    assert LOADED_ONLY_TO_ANALYSE & set(first.stdout.split()) == {
+        "autograd_lint.project", "autograd_lint.noqa", "autograd_lint.notebooks"}
+    warm = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, text=True,
+                          check=True)
+    assert warm.stderr == first.stderr
+    assert LOADED_ONLY_TO_ANALYSE & set(warm.stdout.split()) == set()
 
 
 def test_editing_a_helper_analyses_its_callers_again(project: Path, capsys,
