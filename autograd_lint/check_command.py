@@ -574,7 +574,8 @@ def _run_dynamic(args: argparse.Namespace, result: LintResult, plan: _Plan,
         memory_limit_mb=memory or None,
         progress=args.format in ("text", "full", "concise") and err.isatty(),
         triton_interpreter=not args.no_triton_interpreter, recording=recording or None)
-    dynamic = run_dynamic(result.functions, plan.codes_for, options, err)
+    dynamic = run_dynamic(result.functions, plan.codes_for, options, err,
+                          static=result.findings)
     static = confirm(result.findings, dynamic)
     return sort_findings(static + dynamic.findings)
 

@@ -191,11 +191,6 @@ def _write_tests(args: argparse.Namespace, result: LintResult, rows: list[Covera
                  recording: dict[str, Any] | None, err: TextIO) -> None:
     """--write-tests: a test for each row checked by nothing (dynamic/written_tests.py)."""
     from .config import ConfigError
-    from .dynamic.environment import missing_for_dynamic
-
-    missing = missing_for_dynamic(args.device, True)
-    if missing is not None:
-        raise ConfigError(missing.replace("--dynamic", "--write-tests"))
     from .dynamic.written_tests import write_tests
 
     untested = {(row.path, row.line) for row in rows if row.status == NONE}
@@ -243,6 +238,13 @@ def _coverage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .engine import lint_inputs
     from .findings import shown_text
 
+    if args.write_tests:  # what this machine lacks: one error before any report
+        from .config import ConfigError
+        from .dynamic.environment import missing_for_dynamic
+
+        missing = missing_for_dynamic(args.device, True)
+        if missing is not None:
+            raise ConfigError(missing.replace("--dynamic", "--write-tests"))
     plan = _Plan(args, err)
     # The file --write-tests writes is not a check of what it is written for:
     # a second run writes the same tests again, not an empty file.

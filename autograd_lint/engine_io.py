@@ -135,8 +135,8 @@ def _target(source: SourceInput, fn: object, project: Project) -> FunctionTarget
             (name, min([method.node.lineno, *(d.lineno for d in method.node.decorator_list)]))
             for name, method in fn.own.items() if method.node is not None)
     return FunctionTarget(
-        path=source.path, display=source.display, module=module.module_name,
-        import_root=module.import_root or os.path.dirname(os.path.abspath(source.path)),
+        path=source.path, display=source.display,
+        **_importable(source.path, module.module_name, module.import_root),
         qualname=fn.info.qualname, line=fn.info.line,
         end_line=node.end_lineno or node.lineno,
         once_differentiable=backward is not None and backward.once_differentiable,
@@ -159,12 +159,33 @@ def _op_target(source: SourceInput, op: object) -> FunctionTarget:
     qualname = op.python_name or name.rpartition("::")[2] or "<op>"
     line = getattr(op.anchor, "lineno", 1)
     return FunctionTarget(
-        path=source.path, display=source.display, module=module.module_name,
-        import_root=module.import_root or os.path.dirname(os.path.abspath(source.path)),
+        path=source.path, display=source.display,
+        **_importable(source.path, module.module_name, module.import_root),
         qualname=qualname, line=line, end_line=getattr(op.anchor, "end_lineno", None) or line,
         once_differentiable=False, has_jvp=False, has_vmap=False,
         skip_reason=None if op.qualified else "its name is built at run time",
         op=op.qualified, op_autograd=bool(op.autograd))
+
+
+def _importable(path: str, module: str, import_root: str) -> dict[str, str]:
+    """The module name and `sys.path` entry the dynamic mode imports a file
+    by, as Python finds it: a folder without `__init__.py` inside a package
+    is a namespace portion of that package (`pkg/ops/k.py` with only
+    `pkg/__init__.py` is `pkg.ops.k`), so its relative imports resolve."""
+    directory = os.path.dirname(os.path.abspath(path))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    parts = [] if stem == "__init__" else [stem]
+    while True:
+        parent = os.path.dirname(directory)
+        if parent == directory or not (
+                os.path.isfile(os.path.join(directory, "__init__.py")) or
+                os.path.isfile(os.path.join(parent, "__init__.py"))):
+            break
+        parts.insert(0, os.path.basename(directory))
+        directory = parent
+    if parts and len(parts) > module.count(".") + 1:
+        return {"module": ".".join(parts), "import_root": directory}
+    return {"module": module, "import_root": import_root or os.path.dirname(os.path.abspath(path))}
 
 
 def _describe(exc: BaseException) -> str:

@@ -57,6 +57,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("autograd_gradcheck"):
+        # What the machine lacks (torch, CUDA for `cuda`) is one usage error,
+        # not a skipped item per Function.
+        from .dynamic.environment import missing_for_dynamic
+
+        missing = missing_for_dynamic(config.getoption("autograd_gradcheck_device"), True)
+        if missing is not None:
+            raise pytest.UsageError(missing.replace("--dynamic", "--autograd-gradcheck")
+                                    .replace("--device", "--autograd-gradcheck-device"))
     file = config.getoption("autograd_record_file")
     if not (config.getoption("autograd_record") or file):
         return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -58,9 +59,10 @@ def test_a_parameter_no_guess_makes_is_named_in_agd900() -> None:
     (code, message), = found["ReadsCache"]
     assert code == "AGD900" and "`cache` is a `KVCache`" in message
     # What the machine lacks is said as such: declaring inputs would not help.
-    (code, message), = found["MovesToGpu"]
+    (code, message), = found["RequiresGpu"]
     assert code == "AGD900" and "what this machine lacks" in message
     assert "declare" not in message
+    assert "MovesToGpu" not in found  # `.cuda()` stood in on the CPU: checked, clean
 
 
 def test_an_optional_input_the_recorded_calls_never_pass_is_still_probed() -> None:
@@ -74,7 +76,7 @@ def test_an_optional_input_the_recorded_calls_never_pass_is_still_probed() -> No
 def test_recorded_calls_that_need_a_gpu_are_not_checked_rather_than_findings() -> None:
     found = _messages(str(UNSEEN / "needs_cuda.py"),
                       "--recorded", str(UNSEEN / "recorded-calls.json"))
-    (code, message), = found["MovesToGpu"]
+    (code, message), = found["RequiresGpu"]
     assert code == "AGD900" and "a reason of this machine" in message
 
 
@@ -236,3 +238,69 @@ def test_memory_a_backward_leaves_unwritten_is_seen_even_when_two_runs_agree() -
     assert results is not None and results[-1].shape == (3,)
     assert not torch.are_deterministic_algorithms_enabled()  # the mode is put back
     assert "triton" not in sys.modules or triton_before  # nothing imported Triton
+
+
+# -- third round: wrappers written for GPUs, blockers named, packages -----------------
+@pytest.fixture(scope="module")
+def wrappers() -> dict[str, list[tuple[str, str]]]:
+    pytest.importorskip("triton")
+    return _messages(str(UNSEEN / "cuda_wrappers.py"))
+
+
+def test_allocations_on_a_named_cuda_device_are_made_on_the_cpu(wrappers) -> None:
+    assert "CudaAllocTriple" not in wrappers  # checked, and clean
+    (code, message), = wrappers["CudaAllocWrong"]
+    assert code == "AGD001" and "device='cuda' allocations, made on the CPU" in message
+
+
+def test_the_device_context_of_a_tensors_own_backend_is_stood_in(wrappers) -> None:
+    assert "BackendContextTriple" not in wrappers  # `torch.cpu.device`, which torch lacks
+
+
+def test_agd900_names_the_blocker_not_the_last_guess() -> None:
+    pytest.importorskip("triton")
+    found = _messages(str(UNSEEN / "blockers.py"))
+    (code, message), = found["FastExp2"]
+    assert code == "AGD900"
+    assert "inline_asm not supported in interpreter mode" in message
+    assert "blockers.py:12)" in message  # the kernel's line, not the interpreter's
+    (code, message), = found["UnpacksThree"]
+    assert code == "AGD900" and "(every try: ValueError" in message
+    assert "not enough values to unpack (expected 3, got 2)" in message
+    assert "blockers.py:39)" in message
+
+
+def test_a_folder_without_init_inside_a_package_imports_as_part_of_it(tmp_path) -> None:
+    # Checked from inside the folder, as `autograd-lint check --dynamic .` is.
+    shutil.copytree(UNSEEN / "nsfolder", tmp_path / "nsfolder")
+    _, findings, _ = dynamic("--select", "AGD", "--device", "cpu", ".",
+                             cwd=tmp_path / "nsfolder")
+    # `from ..utils import triple` resolves: pkg/ops/scale.py is `pkg.ops.scale`.
+    assert [(f["function"], f["code"]) for f in findings] == [("TripleWrong", "AGD001")]
+
+
+def test_an_import_error_names_the_file_and_line_that_raised() -> None:
+    found = _messages(str(UNSEEN / "import_error"))
+    (code, message), = found["Scaled"]
+    assert code == "AGD900"
+    assert "IndexError: list index out of range (at lib/helpers.py:4)" in message
+
+
+def test_sizes_asserted_on_locals_and_through_helpers_are_learnt() -> None:
+    """`head_dim in {16, 32, 64, 128}` on a local unpacked from `q.shape`,
+    and `divisible_by(length, 16)`: synthesis meets both."""
+    found = _messages(str(UNSEEN / "head_dims.py"))
+    assert "BlockAttention" not in found
+    assert [code for code, _ in found["BlockAttentionWrong"]] == ["AGD001"]
+    assert "PairAttention" not in found  # `Dq, Dk = q.shape[-1], k.shape[-1]` too
+    # A bare `assert q.dtype == torch.bfloat16 ...` moves down the dtypes as a
+    # worded one does: half precision only, which needs a reference.
+    (code, message), = found["HalfOnly"]
+    assert code == "AGD900" and "computes only in bfloat16" in message
+
+
+def test_a_string_parameter_takes_the_literals_its_callee_compares_it_with() -> None:
+    found = _messages(str(UNSEEN / "strings.py"))
+    assert "Activation" not in found
+    (code, message), = found["ActivationWrong"]
+    assert code == "AGD001" and "act='tanh'" in message

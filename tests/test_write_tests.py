@@ -171,7 +171,7 @@ def test_a_module_that_does_not_import_gets_a_skipped_test(tmp_path: Path) -> No
     result = write_tests([*targets, static], str(destination), recording=None)
     assert result.written == 0 and result.skipped == 2
     assert result.reasons == {
-        "Double": "importing the module raised RuntimeError: needs a GPU",
+        "Double": "importing the module raised RuntimeError: needs a GPU (at broken.py:18)",
         "NoBackward": "it defines neither backward nor vjp (AGF106)"}
     text = destination.read_text(encoding="utf-8")
     assert "'autograd-lint could not build inputs for Double: importing the module " in text

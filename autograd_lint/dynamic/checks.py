@@ -30,7 +30,8 @@ This module composes the probes, one module per family:
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -58,6 +59,7 @@ from .precision import (
     settle_precision,
 )
 from .probing import differentiable_outputs, fresh, tensors_of
+from .reach import lines_reached
 from .reference import check_against_reference, reference_of
 from .second_derivatives import check_gradgradcheck
 from .target import Finding, Target
@@ -79,14 +81,29 @@ def run_all(target: Target, calls: Iterable[dict[str, Any]] = ()) -> Inputs | No
         check_against_reference(target, inputs)
         return inputs
     try:
-        check_inputs(target, inputs)
+        with _reaching(target):
+            check_inputs(target, inputs)
     except GuessedValues:
         inputs = _without_guessed_optionals(target, inputs)
-        check_inputs(target, inputs)
+        with _reaching(target):
+            check_inputs(target, inputs)
     _compare_compiled(target, inputs)
     _flip_flags(target, inputs)
     _check_optional_given(target, inputs)
     return inputs
+
+
+@contextmanager
+def _reaching(target: Target) -> Iterator[None]:
+    """The checks within it add the watched lines they reach to
+    `target.reached` (not torch.compile's comparison: a trace function
+    changes what dynamo does)."""
+    path, lines = target.watch
+    with lines_reached(path, set(lines)) as reached:
+        try:
+            yield
+        finally:
+            target.reached.update(reached)
 
 
 # Findings that say the eager gradient is already wrong or missing: comparing
@@ -196,6 +213,7 @@ def check_inputs(target: Target, inputs: Inputs) -> None:
     if not differentiable_positions(inputs.args):
         raise NotChecked("no floating-point tensor input whose gradient backward computes")
     check_input_mutation(target, inputs)
+    target.probed.add("AGD011")
     backward_ok = check_forward_backward(target, inputs)
     if backward_ok:
         # Finite differences are no verdict on a gradient that differs from
@@ -212,14 +230,17 @@ def check_inputs(target: Target, inputs: Inputs) -> None:
                 check_gradgradcheck(target, inputs)
             check_undefined_grad(target, inputs)
             check_partial_requires_grad(target, inputs)
+            target.probed.update(("AGD010", "AGD013"))
             check_noncontiguous_grad_output(target, inputs)
             if not target.note:  # the default path's edges: bounded, once
                 check_boundaries(target, inputs)
         check_optional_none(target, inputs)
     if target.has_jvp:
         check_forward_ad(target, inputs)
+        target.probed.add("AGD008")
     if target.has_vmap:
         check_vmap(target, inputs)
+        target.probed.add("AGD009")
 
 
 # What this module held before the probes had modules of their own, still

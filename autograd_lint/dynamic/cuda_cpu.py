@@ -11,16 +11,19 @@ does nothing, the properties of a mid-range GPU, a stream that does nothing.
 What the checked code computes does not depend on them (a launch grid sized
 by the multiprocessor count covers the same elements in more or fewer
 programs). `torch.cuda.is_available()` stays False, so code that chooses
-its device by asking keeps choosing the CPU.
+its device by asking keeps choosing the CPU. Allocations a wrapper makes on
+CUDA by name (`torch.empty(n, device="cuda")`, `x.new_zeros(..., device=
+"cuda")`, `.to("cuda")`, `.cuda()`) are made on the CPU.
 
 Which stand-ins a Function's check used is kept (`StandIns.used`): the verdict
 says so.
 """
 from __future__ import annotations
 
+import re
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 # A mid-range GPU: few multiprocessors keep interpreted persistent kernels short.
@@ -33,6 +36,53 @@ _PROPERTIES = {
     "shared_memory_per_multiprocessor": 164 * 1024, "is_integrated": False,
     "is_multi_gpu_board": False, "gcnArchName": "", "uuid": "stand-in",
 }
+
+
+# torch's factory functions and Tensor's allocating methods that take `device=`.
+_FACTORIES = ("empty", "zeros", "ones", "full", "arange", "rand", "randn", "randint",
+              "tensor", "as_tensor", "empty_like", "zeros_like", "ones_like", "full_like",
+              "rand_like", "randn_like", "randint_like", "empty_strided", "linspace", "eye")
+_NEW_METHODS = ("new_empty", "new_zeros", "new_ones", "new_full", "new_tensor")
+ALLOCATIONS = "device='cuda' allocations, made on the CPU"
+
+
+def names_cuda(device: Any) -> bool:
+    """Whether a `device` argument names a CUDA device ("cuda", "cuda:1",
+    torch.device("cuda", 0))."""
+    if isinstance(device, str):
+        return device.split(":", 1)[0].strip() == "cuda"
+    return getattr(device, "type", None) == "cuda"
+
+
+# A module that allocates on CUDA by name: `device="cuda"`, `device='cuda:0'`,
+# `device=torch.device("cuda")`.
+_CUDA_DEVICE = re.compile(r"""device\s*=\s*(?:torch\.device\(\s*)?["']cuda""")
+
+
+def _allocates_on_cuda(module: Any) -> bool:
+    path = getattr(module, "__file__", None)
+    if not path:
+        return False
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return _CUDA_DEVICE.search(handle.read()) is not None
+    except OSError:
+        return False
+
+
+class _TorchOnCpu(ModuleType):
+    """torch as a module that allocates on a named CUDA device sees it: its
+    factory functions make the tensors on the CPU (and say so)."""
+
+    def __init__(self, torch: Any, stand_ins: StandIns) -> None:
+        super().__init__("torch", getattr(torch, "__doc__", None))
+        self.__dict__["_torch"] = torch
+        self.__dict__["_factories"] = {name: stand_ins._device_on_cpu(getattr(torch, name))
+                                       for name in _FACTORIES if hasattr(torch, name)}
+
+    def __getattr__(self, name: str) -> Any:
+        factories = self.__dict__["_factories"]
+        return factories[name] if name in factories else getattr(self.__dict__["_torch"], name)
 
 
 class _Stream:
@@ -122,6 +172,62 @@ class StandIns:
         # Classes stay classes (`isinstance(s, torch.cuda.Stream)`).
         cuda.device = self._class("torch.cuda.device", _DeviceContext)
         cuda.Stream = self._class("torch.cuda.Stream", _Stream)
+        if not hasattr(torch.cpu, "device"):
+            # `getattr(torch, x.device.type).device(x.device)`: the device
+            # context of whichever backend a tensor is on, which torch.cpu lacks.
+            torch.cpu.device = self._class("torch.cpu.device", _DeviceContext)
+        self._allocate_on_cpu(torch)
+
+    def _allocate_on_cpu(self, torch: Any) -> None:
+        """`.cuda()` and `.to("cuda")` on a machine without CUDA: the tensor
+        stays on the CPU. (torch's factory functions are not replaced here:
+        TorchScript compiles torch's own code that names them; see
+        `allocations_on_cpu`.)"""
+        used = self.used
+        to = torch.Tensor.to
+
+        def to_on_cpu(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if any(names_cuda(a) for a in args) or names_cuda(kwargs.get("device")):
+                used.add(ALLOCATIONS)
+                args = tuple("cpu" if names_cuda(a) else a for a in args)
+                if names_cuda(kwargs.get("device")):
+                    kwargs["device"] = "cpu"
+            return to(tensor, *args, **kwargs)
+
+        def cuda_on_cpu(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            used.add(ALLOCATIONS)
+            return tensor
+
+        torch.Tensor.to = to_on_cpu
+        torch.Tensor.cuda = cuda_on_cpu
+        for name in _NEW_METHODS:
+            if hasattr(torch.Tensor, name):
+                setattr(torch.Tensor, name, self._device_on_cpu(getattr(torch.Tensor, name)))
+
+    def allocations_on_cpu(self, torch: Any, modules: list[Any]) -> None:
+        """In the checked code's own modules that allocate on a named CUDA
+        device (`torch.empty(n, device="cuda")`), `torch` is a view of torch
+        whose factory functions allocate on the CPU instead: torch's own code
+        keeps the real ones."""
+        if torch.cuda.is_available():
+            return
+        view = _TorchOnCpu(torch, self)
+        for module in modules:
+            if getattr(module, "torch", None) is torch and _allocates_on_cuda(module):
+                module.torch = view
+
+    def _device_on_cpu(self, function: Any) -> Any:
+        used = self.used
+
+        def on_cpu(*args: Any, **kwargs: Any) -> Any:
+            if names_cuda(kwargs.get("device")):
+                used.add(ALLOCATIONS)
+                kwargs["device"] = "cpu"
+            return function(*args, **kwargs)
+
+        on_cpu.__name__ = getattr(function, "__name__", "stand_in")
+        on_cpu.__doc__ = getattr(function, "__doc__", None)
+        return on_cpu
 
     def _class(self, name: str, base: type) -> type:
         used = self.used

@@ -78,12 +78,34 @@ class DemandReader:
             statement = self._statement(frame.f_code.co_filename, line)
             if statement is None:
                 continue
-            wanted = _constraints(statement, _Evaluator(frame), message)
+            evaluator = _Evaluator(frame, self._bindings(frame, statement))
+            wanted = _constraints(statement, evaluator, message)
             demands = [demand for demand in (_to_parameter(w, bound, passed) for w in wanted)
                        if demand is not None]
             if demands:
                 return demands
         return []
+
+    def _bindings(self, frame: FrameType, statement: ast.stmt) -> dict[str, ast.expr]:
+        """The names the frame's function binds to a size of a tensor before
+        `statement` (`D = q.shape[-1]`, `B, H, T, D = q.shape`): an assert on
+        `D` is an assert on that size."""
+        tree = self._trees.get(frame.f_code.co_filename)
+        function = _function_of(tree, frame.f_code) if tree is not None else None
+        bindings: dict[str, ast.expr] = {}
+        if function is None:
+            return bindings
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Assign) or node.lineno >= statement.lineno or \
+                    len(node.targets) != 1:
+                continue
+            target, value = node.targets[0], node.value
+            if isinstance(target, ast.Name) and _shape_subject(value) is not None:
+                bindings[target.id] = value
+            elif isinstance(target, ast.Tuple) and \
+                    not any(isinstance(e, ast.Starred) for e in target.elts):
+                bindings.update(_unpacked_sizes(target, value))
+        return bindings
 
     def _statement(self, filename: str, line: int) -> ast.stmt | None:
         if filename not in self._trees:
@@ -100,6 +122,29 @@ class DemandReader:
                 if found is None or node.lineno >= found.lineno:
                     found = node  # the innermost statement holding the line
         return found
+
+
+def _unpacked_sizes(target: ast.Tuple, value: ast.expr) -> dict[str, ast.expr]:
+    """`B, H, T, D = q.shape` (each name a size of q) and `Dq, Dk = q.shape[-1],
+    k.shape[-1]` (each name the size beside it)."""
+    subject = _shape_subject(value)
+    if subject is not None and subject[0] == "shape":
+        return {element.id: ast.Subscript(value=value, slice=ast.Constant(index))
+                for index, element in enumerate(target.elts) if isinstance(element, ast.Name)}
+    if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
+        return {element.id: item for element, item in zip(target.elts, value.elts, strict=True)
+                if isinstance(element, ast.Name) and _shape_subject(item) is not None}
+    return {}
+
+
+def _function_of(tree: ast.Module, code: CodeType) -> ast.AST | None:
+    """The def of a code object in its module's tree."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.name == code.co_name and code.co_firstlineno in (
+                    node.lineno, *(d.lineno for d in node.decorator_list)):
+            return node
+    return None
 
 
 def _code_of(function: Any) -> CodeType | None:
@@ -150,7 +195,7 @@ def _assertion(test: ast.expr, evaluator: _Evaluator) -> list[_Wanted]:
     conditions = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) \
         else [test]
     wanted: dict[int, _Wanted] = {}  # by tensor: `x.dim() == 2 and x.shape[0] == K`
-    for condition in conditions:
+    for condition in map(_divisibility, conditions):
         if not isinstance(condition, ast.Compare) or len(condition.ops) != 1:
             continue
         left, op, right = condition.left, condition.ops[0], condition.comparators[0]
@@ -165,17 +210,42 @@ def _assertion(test: ast.expr, evaluator: _Evaluator) -> list[_Wanted]:
     return list(wanted.values())
 
 
+# A helper that asserts divisibility: `divisible_by(block, 16)`, `is_multiple_of(d, 8)`.
+_DIVISIBLE = re.compile(r"divisib|multiple", re.I)
+
+
+def _divisibility(condition: ast.expr) -> ast.expr:
+    """`divisible_by(x, k)` read as `x % k == 0`; any other condition as it is."""
+    if isinstance(condition, ast.Call) and len(condition.args) == 2 and \
+            not condition.keywords and _DIVISIBLE.search(ast.unparse(condition.func)):
+        return ast.Compare(left=ast.BinOp(left=condition.args[0], op=ast.Mod(),
+                                          right=condition.args[1]),
+                           ops=[ast.Eq()], comparators=[ast.Constant(0)])
+    return condition
+
+
 def _compared(left: ast.expr, op: ast.cmpop, right: ast.expr, evaluator: _Evaluator,
               earlier: dict[int, _Wanted]) -> _Wanted | None:
+    multiple = _multiple_of(left, op, right, evaluator)
+    if multiple is not None:  # `x.shape[-1] % 16 == 0`
+        left = left.left  # type: ignore[attr-defined]
+    left, right = evaluator.expand(left), evaluator.expand(right)
     subject = _shape_subject(left)
     other = right
-    if subject is None and isinstance(op, ast.Eq):
+    if subject is None and isinstance(op, ast.Eq) and multiple is None:
         subject, other = _shape_subject(right), left
     if subject is None:
         return None
     kind, tensor_node, index = subject
     tensor = evaluator.tensor(tensor_node)
-    value = evaluator.value(other)
+    if multiple is not None:
+        current = evaluator.value(left)
+        if kind != "dim" or not isinstance(current, int):
+            return None
+        value = max(multiple, -(-current // multiple) * multiple)
+        op = ast.Eq()
+    else:
+        value = evaluator.value(other)
     if isinstance(op, ast.In) and isinstance(value, (tuple, list)) and value:
         value = value[0]  # the first of the shapes allowed
     elif isinstance(op, (ast.GtE, ast.Gt)) and kind == "rank" and isinstance(value, int):
@@ -194,6 +264,20 @@ def _compared(left: ast.expr, op: ast.cmpop, right: ast.expr, evaluator: _Evalua
     if kind == "rank" and isinstance(value, int) and 1 <= value <= 6:
         return _Wanted(tensor, name, _with_rank(current, value))
     return None
+
+
+def _multiple_of(left: ast.expr, op: ast.cmpop, right: ast.expr,
+                 evaluator: _Evaluator) -> int | None:
+    """k in `SIZE % k == 0` (a size that must be a multiple of k), else None."""
+    if not (isinstance(op, ast.Eq) and isinstance(left, ast.BinOp) and
+            isinstance(left.op, ast.Mod) and isinstance(right, ast.Constant) and
+            right.value == 0):
+        return None
+    try:
+        divisor = evaluator.value(left.right)
+    except _Unknown:
+        return None
+    return divisor if isinstance(divisor, int) and divisor > 1 else None
 
 
 def _shape_subject(node: ast.expr) -> tuple[str, ast.expr, int] | None:
@@ -362,8 +446,15 @@ def fit(current: tuple[int, ...], wanted: tuple[int, ...]) -> tuple[int, ...]:
 # Evaluating a frame's size expressions without running user code
 # ---------------------------------------------------------------------------
 class _Evaluator:
-    def __init__(self, frame: FrameType) -> None:
+    def __init__(self, frame: FrameType, bindings: dict[str, ast.expr] | None = None) -> None:
         self.frame = frame
+        self.bindings = bindings or {}
+
+    def expand(self, node: ast.expr) -> ast.expr:
+        """A name bound to a tensor's size, as that size's expression."""
+        if isinstance(node, ast.Name) and node.id in self.bindings:
+            return self.bindings[node.id]
+        return node
 
     def tensor(self, node: ast.expr) -> torch.Tensor:
         value = self.value(node)
@@ -415,6 +506,14 @@ class _Evaluator:
         return tuple(items)
 
     _List = _Tuple
+
+    def _Set(self, node: ast.Set) -> tuple[Any, ...]:
+        """A set of sizes, in order (the smallest allowed is tried first)."""
+        items = self._Tuple(ast.Tuple(elts=node.elts))
+        try:
+            return tuple(sorted(items))
+        except TypeError as exc:
+            raise _Unknown from exc
 
     def _BinOp(self, node: ast.BinOp) -> Any:
         function = _BINARY.get(type(node.op))

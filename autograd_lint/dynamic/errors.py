@@ -36,6 +36,73 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip().rstrip(":")
 
 
+class Raised(str):
+    """An exception's `first_line`, with where it was raised (" (at
+    FILE:LINE)", or ""): a blocker no guess of the inputs moves is named
+    with its place."""
+
+    where: str = ""
+
+
+def raised(exc: BaseException) -> Raised:
+    text = Raised(first_line(exc))
+    text.where = raised_at(exc)
+    return text
+
+
+def raised_at(exc: BaseException, root: str = "") -> str:
+    """" (at FILE:LINE)": where an error was raised, the innermost frame of
+    the checked code's own files (not the import machinery, this package or
+    an installed library, unless no other frame is there), looking through
+    the errors it was raised from (Triton's interpreter wraps the error of a
+    kernel's line); a file under `root` is shown relative to it; "" when
+    there is none."""
+    import os
+
+    frames = _frames(exc)
+    if not frames and isinstance(exc, SyntaxError) and exc.filename:
+        frames = [(exc.filename, exc.lineno or 0)]  # the file that does not parse
+    own = [f for f in frames if not _library(f[0])]
+    if not (own or frames):
+        return ""
+    name, line = (own or frames)[-1]
+    if root and os.path.abspath(name).startswith(os.path.abspath(root) + os.sep):
+        name = os.path.relpath(os.path.abspath(name), root)
+    return f" (at {name}:{line})"
+
+
+def _frames(exc: BaseException) -> list[tuple[str, int]]:
+    """The traceback's frames outside the import machinery and this package,
+    outermost first, those of the errors it was raised from after its own."""
+    import os
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frames: list[tuple[str, int]] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        frame = current.__traceback__
+        while frame is not None:
+            name = frame.tb_frame.f_code.co_filename
+            if not name.startswith("<") and not os.path.abspath(name).startswith(here):
+                frames.append((name, frame.tb_lineno))
+            frame = frame.tb_next
+        current = current.__cause__
+    return frames
+
+
+def _library(path: str) -> bool:
+    """Whether a file is the standard library's or an installed package's."""
+    import os
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    roots = {os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "purelib", "platlib")
+             if k in paths}
+    return any(os.path.abspath(path).startswith(r) for r in roots)
+
+
 def _failed_assertion(exc: BaseException) -> str:
     """`assert x.is_cuda` (mlp.py:652): a bare assertion says nothing; its line does."""
     import linecache

@@ -19,11 +19,13 @@ def check_forward_backward(target: Target, inputs: Inputs) -> bool:
     """AGD003/004 (raised, wrong shapes), AGD005 (gradient changed), AGD006 (ctx
     attributes), AGD007 (saved tensors changed). True when backward works."""
     args = fresh(inputs.args)
+    target.probed.add("AGD003")
     try:
         output = target.apply(*args)
     except Exception as exc:
         target.report("AGD003", where="forward", detail=first_line(exc))
         return False
+    target.probed.add("AGD006")
     outputs = differentiable_outputs(output)
     node = outputs[0].grad_fn if outputs else None
     if node is not None:
@@ -42,6 +44,7 @@ def check_forward_backward(target: Target, inputs: Inputs) -> bool:
     except Exception as exc:
         report_backward_error(target, inputs, exc)
         return False
+    target.probed.update(("AGD004", "AGD005", "AGD007"))
     if node is not None:
         _check_ctx_attributes(target, node, after_backward=True)
     for index, (grad, copy) in enumerate(zip(grads, copies, strict=True)):

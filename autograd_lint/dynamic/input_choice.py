@@ -14,13 +14,15 @@ import torch
 from .errors import (
     CodeError,
     NotChecked,
+    Raised,
     Unsynthesizable,
     environmental,
     first_line,
     out_of_memory,
     raise_if_code_error,
+    raised,
 )
-from .inputs import Inputs, Synthesis, declared, float_tensor, recorded
+from .inputs import Inputs, Synthesis, argument_of_gradient, declared, float_tensor, recorded
 from .precision import HALF, LADDER, dtype_of
 from .probing import (
     differentiable_outputs,
@@ -49,9 +51,14 @@ def choose_inputs(target: Target, calls: Iterable[dict[str, Any]] = ()) -> Input
             raise NotChecked("gradcheck_inputs returned no examples")
         errors = []
         for candidate in source:
-            error = forward_error(target, candidate)
-            if error is None:
-                return candidate
+            # float64 first (the finest check), then the dtypes the project
+            # passes: a kernel may refuse float64, for a reason that reads
+            # as the machine's (Triton's interpreter) or as no dtype at all.
+            native = candidate.in_native_dtypes()
+            for trial in [candidate] + ([native] if native is not None else []):
+                error = forward_error(target, trial)
+                if error is None:
+                    return trial
             errors.append(error)
         if all(environmental(e) for e in errors):
             raise NotChecked(f"forward fails on the project's own inputs for a reason of this "
@@ -103,17 +110,51 @@ def synthesize(target: Target) -> Inputs:
             synthesis.learn(error)
     except Unsynthesizable as exc:
         raise NotChecked(f"cannot synthesize inputs: {exc}") from None
+    if fallback is not None and narrow is None and \
+            any(e.startswith(UNWRITTEN) for e in errors):
+        # Backward took another candidate (its results were not repeatable):
+        # the error of the one forward alone takes may be about its guess.
+        fallback = None
     if narrow is not None or fallback is not None:
         return narrow or fallback  # type: ignore[return-value]
     last = errors[-1] if errors else "forward takes no inputs that can be synthesized"
     if errors and out_of_memory(last):  # the machine's limit: as a MemoryError is
         raise NotChecked(f"ran out of memory on every input tried (last try: {last})")
-    if errors and environmental(last):
-        raise NotChecked(f"forward needs what this machine lacks, whatever the inputs (last "
-                         f"try: {last}); run it where it runs (`--device cuda`)")
-    raise NotChecked(f"could not build inputs forward accepts (last try: {last}); declare "
+    lacking = next((e for e in errors if environmental(e)), None)
+    if lacking is not None:  # a gap no guess gets past, however far the others got
+        raise NotChecked(f"forward needs what this machine lacks, whatever the inputs "
+                         f"({lacking}{getattr(lacking, 'where', '')}); run it where it runs "
+                         "(`--device cuda`)")
+    unwritten = next((e for e in errors if e.startswith(UNWRITTEN)), None)
+    if unwritten is not None:
+        raise NotChecked(f"{unwritten} on the inputs tried, so the checks cannot compare "
+                         "what it computes; declare inputs it covers with "
+                         "`@example_inputs(...)`")
+    same = _same_everywhere(errors)
+    tried = f"every try: {same}{same.where}" if same is not None else f"last try: {last}"
+    raise NotChecked(f"could not build inputs forward accepts ({tried}); declare "
                      "them with `@example_inputs(...)`, a `gradcheck_inputs` staticmethod, or "
                      "record the project's own calls (`pytest --autograd-record`)")
+
+
+# What a candidate whose two identical calls differ is refused with.
+UNWRITTEN = "identical calls give different results"
+# Candidates that fail the same way, at the same place, before a blocker is
+# named as such (fewer: the guesses, not the code, may be what fails).
+_SAME_MIN_TRIES = 4
+
+
+def _same_everywhere(errors: list[str]) -> Raised | None:
+    """The error every candidate failed with, raised at one place (a wrapper
+    unpacking the wrong number of values, or a guess of a parameter repeated
+    in every candidate), when enough candidates were tried; None otherwise."""
+    if len(errors) < _SAME_MIN_TRIES or not all(isinstance(e, Raised) for e in errors):
+        return None
+    first = errors[0]
+    if not isinstance(first, Raised) or not first.where or any(
+            e != first or getattr(e, "where", "") != first.where for e in errors):
+        return None
+    return first
 
 
 def _accept(target: Target, candidate: Inputs, synthesis: Synthesis | None = None
@@ -151,10 +192,11 @@ def _accept(target: Target, candidate: Inputs, synthesis: Synthesis | None = Non
             if error is None and not _repeatable(target, candidate):
                 if synthesis is not None:
                     synthesis.learn_unwritten(candidate)
-                return None, "identical calls give different results (memory a kernel " \
-                             "leaves unwritten for this shape?)"
+                return None, f"{UNWRITTEN} (memory a kernel leaves unwritten for " \
+                             "this shape?)"
             return candidate, error
         index, shape = fix
+        index = argument_of_gradient(candidate.args, index)
         if not (0 <= index < len(candidate.args)) or \
                 not _ignores_excess(target, candidate, index, shape):
             return candidate, error  # a wrong gradient shape is a finding (AGD004)
@@ -213,8 +255,10 @@ def _forward_on_ladder(target: Target, candidate: Inputs, synthesis: Synthesis |
             return first_forward(target, trial.args), trial, None
         except Exception as exc:
             raise_if_code_error(exc, "forward")
-            error = first_line(exc)
-            if not _DTYPE_WORDS.search(str(exc)):
+            error = raised(exc)
+            # (the error's line too: a bare `assert x.dtype == torch.bfloat16`
+            # says nothing, its source line does)
+            if not _DTYPE_WORDS.search(f"{exc} {error}"):
                 if synthesis is not None:
                     synthesis.learn_from(exc, trial)
                 break
@@ -225,7 +269,7 @@ def _backward_error(target: Target, candidate: Inputs) -> str | None:
     try:
         unit_backward(target, fresh(candidate.args))
     except Exception as exc:
-        return first_line(exc)
+        return raised(exc)
     return None
 
 

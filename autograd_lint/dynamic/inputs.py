@@ -154,6 +154,19 @@ class Inputs:
         """The same inputs with floating tensors in `dtype`."""
         return replace(self, args=tuple(_as_dtype(a, dtype) for a in self.args))
 
+    def in_native_dtypes(self) -> Inputs | None:
+        """The same inputs with each floating tensor in the dtype its caller
+        passed or declared (float64 is the checks' choice, and kernels refuse
+        it); None when that is float64 already."""
+        args = tuple(_as_dtype(a, self.native_dtype(i))
+                     if isinstance(a, torch.Tensor) and self.native_dtype(i) is not None and
+                     self.native_dtype(i).is_floating_point else a  # type: ignore[union-attr]
+                     for i, a in enumerate(self.args))
+        if all(not isinstance(a, torch.Tensor) or a.dtype == b.dtype
+               for a, b in zip(args, self.args, strict=True)):
+            return None
+        return replace(self, args=args)
+
     def with_arg(self, index: int, value: Any) -> Inputs:
         args = list(self.args)
         args[index] = value
@@ -681,6 +694,14 @@ def _classify(name: str) -> list[Any] | None:
             lowered in ("rank", "world_size", "size", "length", "seq_len", "heads", "head_dim"):
         return [1, 2]
     return None
+
+
+def argument_of_gradient(args: tuple[Any, ...], index: int) -> int:
+    """The position in `args` of the input autograd names "index N" in
+    "returned an invalid gradient at index N": it counts the tensor
+    arguments only (its edges), not every argument forward takes."""
+    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    return tensors[index] if 0 <= index < len(tensors) else index
 
 
 def differentiable_positions(args: tuple[Any, ...]) -> list[int]:

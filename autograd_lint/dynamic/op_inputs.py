@@ -220,7 +220,8 @@ def _on_ladder(target: Target, candidate: Inputs, synthesis: Synthesis | None = 
     (None, the last error) when it takes none. `synthesis` learns from the
     statement that raised."""
     error = ""
-    trials = [_as_recorded(candidate)] if any(candidate.native) else []
+    native = candidate.in_native_dtypes()
+    trials = [native] if native is not None else []
     trials += [candidate.with_dtype(dtype) for dtype in LADDER]
     for trial in trials:
         trial = without_grad(trial)
@@ -236,13 +237,6 @@ def _on_ladder(target: Target, candidate: Inputs, synthesis: Synthesis | None = 
         if "type" not in error.lower():
             break
     return None, error
-
-
-def _as_recorded(inputs: Inputs) -> Inputs:
-    """Each floating tensor in the dtype its caller passed (a recording says)."""
-    args = tuple(a.detach().to(inputs.native_dtype(i)) if isinstance(a, torch.Tensor) and
-                 inputs.native_dtype(i) is not None else a for i, a in enumerate(inputs.args))
-    return replace(inputs, args=args)
 
 
 class _Raised(Exception):

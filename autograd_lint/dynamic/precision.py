@@ -11,6 +11,7 @@ a declared reference implementation (`reference.py`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,7 +71,12 @@ def dtype_of(inputs: Inputs) -> torch.dtype:
 def settle_precision(target: Target, inputs: Inputs) -> Inputs:
     """Set `target.precision` and return the inputs in its dtype."""
     last: Exception | None = None
-    for dtype in LADDER[LADDER.index(dtype_of(inputs)):]:
+    start = dtype_of(inputs)
+    if inputs.trusted and start in HALF:
+        # The project's own half-precision inputs: widened to float32 (exactly)
+        # where forward takes it, a check finer than half precision allows.
+        start = torch.float32
+    for dtype in LADDER[LADDER.index(start):]:
         trial = inputs.with_dtype(dtype)
         try:
             started = time.perf_counter()
@@ -83,7 +89,7 @@ def settle_precision(target: Target, inputs: Inputs) -> Inputs:
         if dtype == torch.float64:
             target.precision = _effective_precision(target, trial, output)
         elif dtype == torch.float32:
-            target.precision = float32(dtype, "it does not run in float64")
+            target.precision = float32(dtype, _float32_note(inputs))
         else:
             target.precision = Precision(HALF[dtype], dtype, "forward takes nothing wider")
         magnitude = max((float(t.detach().abs().max()) for t in tensors_of(output)
@@ -96,46 +102,129 @@ def settle_precision(target: Target, inputs: Inputs) -> Inputs:
                      if last else "forward cannot be run")
 
 
-def _effective_precision(target: Target, inputs: Inputs, output: Any) -> Precision:
-    """float64, unless forward ignores changes to its inputs that only float64
-    can hold: it computes narrower (a kernel that loads float32), wholly or in
-    part. The probe looks at forward alone, so a wrong backward cannot sway it.
+def _float32_note(inputs: Inputs) -> str:
+    """Why a check runs in float32: the project's own inputs are that narrow,
+    or forward refuses float64."""
+    native = dtype_of(inputs)
+    if not inputs.trusted or native == torch.float64:
+        return "it does not run in float64"
+    if native == torch.float32:
+        return f"the {inputs.source} inputs are float32"
+    return f"the {inputs.source} inputs are {HALF[native]}, widened"
 
-    The outputs, weighed by fixed random weights, are moved along a fixed
-    random direction by two relative steps: one below float32's resolution,
-    one well above it. A float64 computation responds to both alike (the
-    same slope); float32 parts do not see the small step at all."""
-    floating = [i for i, a in enumerate(inputs.args)
-                if isinstance(a, torch.Tensor) and a.is_floating_point()]
-    if not floating:
-        return FLOAT64
-    reference = [t.detach().double() for t in tensors_of(output) if t.is_floating_point()]
-    generator = torch.Generator(device="cpu").manual_seed(29)
+
+def _effective_precision(target: Target, inputs: Inputs, output: Any) -> Precision:
+    """float64, unless forward or backward ignores changes to its inputs that
+    only float64 can hold: it computes narrower (a kernel that loads float32,
+    a backward that upcasts a bf16 kernel's gradients to float32), wholly or
+    in part. Forward is probed alone first, so a wrong backward cannot sway
+    what forward computes in; a backward that raises leaves float64."""
+    if _computes_narrower(_forward_values(target, inputs)):
+        return float32(torch.float64, "computes in float32 on float64 inputs, wholly or in part")
+    if _computes_narrower(_backward_values(target, inputs)):
+        return float32(torch.float64, "backward computes in float32 on float64 inputs")
+    return FLOAT64
+
+
+# What a probe moves: (the values it starts from, the directions it moves
+# them in), and the floating results it reads back from moved values (None:
+# it could not run, or its results changed shape).
+_Probe = tuple[list[torch.Tensor], list[torch.Tensor],
+               Callable[[list[torch.Tensor]], list[torch.Tensor] | None]]
+
+
+def _computes_narrower(probe: _Probe | None) -> bool:
+    """Whether a computation's results, weighed by fixed random weights, see
+    its inputs moved along fixed random directions by two relative steps
+    alike: one below float32's resolution, one well above it. A float64
+    computation responds to both alike (the same slope); float32 parts do
+    not see the small step at all."""
+    if probe is None:
+        return False
+    values, directions, results = probe
+    reference = results(values)
+    if not reference:
+        return False
+    generator = torch.Generator(device="cpu").manual_seed(31)
     weights = [torch.randn(t.shape, dtype=torch.float64, generator=generator).to(t.device)
                for t in reference]
-    directions = {i: torch.randn(inputs.args[i].shape, dtype=torch.float64,
-                                 generator=generator).to(inputs.args[i].device)
-                  for i in floating}
 
     def slope(step: float) -> float | None:
-        moved = inputs
-        for i, direction in directions.items():
-            value = inputs.args[i].detach()
-            moved = moved.with_arg(i, value + step * value.abs().clamp(min=1e-3) * direction)
-        try:
-            outputs = [t.double() for t in floating_outputs(target, fresh(moved.args))]
-        except Exception:
-            return None
-        if [o.shape for o in outputs] != [r.shape for r in reference]:
+        moved = [v + step * v.abs().clamp(min=1e-3) * d
+                 for v, d in zip(values, directions, strict=True)]
+        outputs = results(moved)
+        if outputs is None or [o.shape for o in outputs] != [r.shape for r in reference]:
             return None
         return sum(float(((o - r) * w).sum()) for o, r, w in
                    zip(outputs, reference, weights, strict=True)) / step
 
     fine, coarse = slope(2.0 ** -34), slope(2.0 ** -16)
     if fine is None or coarse is None:
-        return FLOAT64
+        return False
     scale = max(abs(coarse), 1e-6 * sum(float((r * w).abs().sum())
                                         for r, w in zip(reference, weights, strict=True)))
-    if abs(fine - coarse) <= 1e-2 * scale:
-        return FLOAT64
-    return float32(torch.float64, "computes in float32 on float64 inputs, wholly or in part")
+    return abs(fine - coarse) > 1e-2 * scale
+
+
+def _directions(values: list[torch.Tensor], seed: int) -> list[torch.Tensor]:
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    return [torch.randn(v.shape, dtype=torch.float64, generator=generator).to(v.device)
+            for v in values]
+
+
+def _forward_values(target: Target, inputs: Inputs) -> _Probe | None:
+    """forward's floating outputs as its floating tensor inputs move."""
+    floating = [i for i, a in enumerate(inputs.args)
+                if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    if not floating:
+        return None
+    values = [inputs.args[i].detach() for i in floating]
+
+    def results(moved: list[torch.Tensor]) -> list[torch.Tensor] | None:
+        args = list(fresh(inputs.args))
+        for i, value in zip(floating, moved, strict=True):
+            args[i] = value
+        try:
+            return [t.double() for t in floating_outputs(target, tuple(args))]
+        except Exception:
+            return None
+
+    return values, _directions(values, 29), results
+
+
+def _backward_values(target: Target, inputs: Inputs) -> _Probe | None:
+    """backward's gradients as the inputs it reads move: the incoming
+    gradients (fixed random ones) and the tensors forward saved from its
+    floating inputs."""
+    positions = [i for i, a in enumerate(inputs.args)
+                 if isinstance(a, torch.Tensor) and a.is_floating_point() and a.requires_grad]
+    if not positions:
+        return None
+    try:
+        outputs = [o for o in tensors_of(first_forward(target, inputs.args))
+                   if o.requires_grad and o.is_floating_point()]
+    except Exception:
+        return None
+    if not outputs:
+        return None
+    generator = torch.Generator(device="cpu").manual_seed(37)
+    incoming = [torch.randn(o.shape, dtype=o.dtype, generator=generator).to(o.device)
+                for o in outputs]
+    values = [inputs.args[i].detach() for i in positions] + incoming
+
+    def results(moved: list[torch.Tensor]) -> list[torch.Tensor] | None:
+        args = list(fresh(inputs.args))
+        for i, value in zip(positions, moved[:len(positions)], strict=True):
+            args[i] = value.detach().clone().requires_grad_(True)
+        try:
+            produced = [o for o in tensors_of(target.apply(*args))
+                        if o.requires_grad and o.is_floating_point()]
+            if len(produced) != len(outputs):
+                return None
+            grads = torch.autograd.grad(produced, [args[i] for i in positions],
+                                        moved[len(positions):], allow_unused=True)
+        except Exception:
+            return None
+        return [g.detach().double() for g in grads if g is not None]
+
+    return values, _directions(values, 41), results

@@ -19,7 +19,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from ..engine import FunctionTarget
@@ -75,20 +75,38 @@ class ModuleJob:
     module: str
     import_root: str
     functions: list[FunctionTarget]
+    # By target key: the lines of its static findings a probe would confirm
+    # (the worker records which of them the checks reach).
+    watch: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What the checks of one Function ran: the codes whose probes could
+    see their defect, and the watched lines the checked inputs reached."""
+
+    codes: frozenset[str] = frozenset()
+    lines: frozenset[int] = frozenset()
 
 
 @dataclass
 class DynamicResult:
     findings: list[Finding]
     checked: list[FunctionTarget]  # the Functions checked to the end
+    probed: dict[str, Probed] = field(default_factory=dict)  # by target key
 
     def owner(self, finding: Finding) -> FunctionTarget | None:
-        """The checked Function a static finding is about: same file and
-        class name, the innermost class whose lines hold the finding (two
-        classes may share a name in one file)."""
-        owners = [t for t in self.checked if t.display == finding.path and
-                  t.name == finding.function and t.line <= finding.line <= t.end_line]
-        return max(owners, key=lambda t: t.line, default=None)
+        """The checked Function a static finding is about (see `owner_of`)."""
+        return owner_of(finding, self.checked)
+
+
+def owner_of(finding: Finding, functions: Iterable[FunctionTarget]) -> FunctionTarget | None:
+    """The Function a static finding is about: same file and class name, the
+    innermost class whose lines hold the finding (two classes may share a
+    name in one file)."""
+    owners = [t for t in functions if t.display == finding.path and
+              t.name == finding.function and t.line <= finding.line <= t.end_line]
+    return max(owners, key=lambda t: t.line, default=None)
 
 
 def plan_jobs(functions: list[FunctionTarget],
@@ -105,7 +123,10 @@ def plan_jobs(functions: list[FunctionTarget],
 
 
 def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], frozenset[str]],
-                options: DynamicOptions, progress_stream: TextIO | None = None) -> DynamicResult:
+                options: DynamicOptions, progress_stream: TextIO | None = None,
+                static: Iterable[Finding] = ()) -> DynamicResult:
+    """The dynamic checks of `functions`; `static` are the run's static
+    findings, whose lines the workers watch when a probe would confirm them."""
     findings: list[Finding] = []
     for target in functions:
         if target.skip_reason is not None and codes_for(target.path) & DYNAMIC_CODES:
@@ -113,7 +134,12 @@ def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], froz
                                                    "reason": target.skip_reason}],
                                          codes_for(target.path)))
     jobs = plan_jobs([t for t in functions if t.skip_reason is None], codes_for)
+    _watch(jobs, static)
+    note = scale_note(sum(len(job.functions) for job in jobs), options)
+    if note is not None and progress_stream is not None:
+        progress_stream.write(f"autograd-lint: note: {note}\n")
     checked: list[FunctionTarget] = []
+    probed: dict[str, Probed] = {}
     progress = _Progress(len(jobs), progress_stream if options.progress else None)
     with contextlib.closing(job_outcomes(jobs, options, "autograd-lint-dynamic-")) as outcomes:
         for job, outcome in outcomes:
@@ -124,8 +150,42 @@ def run_dynamic(functions: list[FunctionTarget], codes_for: Callable[[str], froz
                 findings.extend(found)
                 if complete:
                     checked.append(target)
+                    entry = outcome.get(target.key) or {}
+                    probed[target.key] = Probed(frozenset(entry.get("probed", ())),
+                                                frozenset(entry.get("reached", ())))
     progress.done()
-    return DynamicResult(findings, checked)
+    return DynamicResult(findings, checked, probed)
+
+
+def _watch(jobs: list[ModuleJob], static: Iterable[Finding]) -> None:
+    """Each job's lines to watch: those of the static findings of its
+    Functions that a probe would confirm."""
+    for finding in static:
+        if finding.code not in COVERED_BY:
+            continue
+        for job in jobs:
+            owner = owner_of(finding, job.functions)
+            if owner is not None:
+                job.watch.setdefault(owner.key, []).append(finding.line)
+
+
+# A run whose Functions could take longer than this (each its whole timeout)
+# on its jobs says how to spread them wider.
+LONG_RUN_SECONDS = 1800.0
+
+
+def scale_note(functions: int, options: DynamicOptions) -> str | None:
+    """What to say when `functions` may take longer to check than a run should
+    (each up to the timeout, `options.jobs` at a time); None when they fit."""
+    jobs = max(1, options.jobs)
+    rounds = -(-functions // jobs)
+    if rounds * options.timeout <= LONG_RUN_SECONDS:
+        return None
+    minutes = rounds * options.timeout / 60
+    return (f"{functions} Functions on {jobs} job{'s' if jobs > 1 else ''} can take up to "
+            f"{minutes:.0f} minutes ({options.timeout:g} s each at most); to spread them "
+            "over more cores or GPUs, run them as pytest items with pytest-xdist: "
+            "`pytest --autograd-gradcheck -n auto` (one GPU per worker)")
 
 
 def job_outcomes(jobs: list[ModuleJob], options: DynamicOptions,
@@ -150,7 +210,11 @@ def job_outcomes(jobs: list[ModuleJob], options: DynamicOptions,
 
 
 def confirm(static: list[Finding], result: DynamicResult) -> list[Finding]:
-    """Mark each static finding a dynamic check covers as confirmed or not."""
+    """Mark each static finding a dynamic check covers: confirmed (true) when
+    the check found its defect; not (false) when the check ran and the
+    checked inputs reached the finding's line; otherwise not probed (None:
+    an earlier failure stopped the check, or the inputs never took the
+    finding's branch)."""
     # Dynamic findings point at their class's line: that identifies the class.
     by_function: dict[tuple[str, int], set[str]] = {}
     for finding in result.findings:
@@ -163,7 +227,14 @@ def confirm(static: list[Finding], result: DynamicResult) -> list[Finding]:
             marked.append(finding)
             continue
         found = by_function.get((owner.display, owner.line), set())
-        marked.append(replace(finding, confirmed=bool(covering & found)))
+        probed = result.probed.get(owner.key, Probed())
+        if covering & found:
+            confirmed: bool | None = True
+        elif covering & probed.codes and finding.line in probed.lines:
+            confirmed = False
+        else:
+            confirmed = None
+        marked.append(replace(finding, confirmed=confirmed))
     return marked
 
 
@@ -243,6 +314,8 @@ def _write_request(job: ModuleJob, options: DynamicOptions, request: str) -> Non
             spec["recorded"] = calls_for_op(options.recording, target.op) if target.op else \
                 calls_for(options.recording, target.module, target.qualname, target.line,
                           target.end_line)
+        if job.watch.get(target.key):
+            spec["watch"] = sorted(set(job.watch[target.key]))
         functions.append(spec)
     with open(request, "w", encoding="utf-8") as handle:
         json.dump({"module": job.module, "path": os.path.abspath(job.path),

@@ -22,7 +22,9 @@ def check_gradgradcheck(target: Target, inputs: Inputs) -> None:
                                          rtol=precision.rtol, nondet_tol=precision.nondet_tol,
                                          check_undefined_grad=False, check_batched_grad=False,
                                          fast_mode=target.fast)
+        target.probed.add("AGD002")
     except GradcheckError as exc:
+        target.probed.add("AGD002")
         target.report("AGD002", detail=first_line(exc))
     except Exception:
         # Double backward raises (an op with no autograd formula, a tensor

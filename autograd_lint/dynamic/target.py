@@ -38,6 +38,13 @@ class Target:
     # flipped, optional inputs given) stop: their time must never cost the
     # Function its verdict (time.monotonic(); None: no limit).
     extras_until: float | None = None
+    # The codes whose probes ran far enough to see their defect: a static
+    # finding one of them would confirm is "not confirmed" only then.
+    probed: set[str] = field(default_factory=set)
+    # The file and lines of its static findings that a probe would confirm,
+    # and those of them the checks reached (reach.py).
+    watch: tuple[str, frozenset[int]] = ("", frozenset())
+    reached: set[int] = field(default_factory=set)
     # Whether the run so far leaned on the worker's CPU stand-ins (Triton's
     # interpreter, answered CUDA queries): what torch.compile then traces is
     # not what users compile.

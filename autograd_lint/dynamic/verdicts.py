@@ -12,7 +12,7 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from .errors import NotChecked, first_line
-from .inputs import Inputs
+from .inputs import Inputs, argument_of_gradient
 from .jacobian_error import worst_error
 from .target import Target
 
@@ -32,7 +32,8 @@ def report_backward_error(target: Target, inputs: Inputs, exc: Exception) -> Non
         # "... at index 0 - got [3] but expected shape compatible with [3, 4]"
         tail = message.split(_SHAPE_ERROR, 1)[1]
         index_text = tail.strip().split(" ", 1)[0]
-        index = int(index_text) if index_text.isdigit() else 0
+        index = argument_of_gradient(inputs.args,
+                                     int(index_text) if index_text.isdigit() else 0)
         got = tail.split("got", 1)[1].split("but", 1)[0].strip() if "got" in tail else "?"
         expected = tail.split("compatible with", 1)[1].strip() if "compatible with" in tail \
             else "?"

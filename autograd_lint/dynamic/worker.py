@@ -184,21 +184,49 @@ def _defined_at(cls: Any, method_lines: list[list[Any]]) -> bool:
 
 
 def _stood_in(names: list[str]) -> list[str]:
-    if not names:
-        return []
-    return [f"CUDA queries answered by CPU stand-ins ({', '.join(f'`{n}`' for n in names)})"]
+    from .cuda_cpu import ALLOCATIONS
+
+    said = [ALLOCATIONS] if ALLOCATIONS in names else []
+    queries = [n for n in names if n != ALLOCATIONS]
+    if queries:
+        said.append("CUDA queries answered by CPU stand-ins "
+                    f"({', '.join(f'`{n}`' for n in queries)})")
+    return said
 
 
-def _describe_import_error(exc: BaseException) -> str:
+def _describe_import_error(exc: BaseException, root: str = "") -> str:
     from .errors import out_of_memory
 
     if isinstance(exc, SystemExit):
         return f"importing the module called sys.exit({exc.code!r})"
     if out_of_memory(exc):
         return "importing the module ran out of memory"
-    from .checks import first_line
+    from .errors import first_line, raised_at
 
-    return f"importing the module raised {first_line(exc)}"
+    return f"importing the module raised {first_line(exc)}{raised_at(exc, root)}"
+
+
+def _own_modules(root: str, checked: Any) -> list[Any]:
+    """The checked module and the modules imported from under its import root
+    (the project's own code, not installed libraries)."""
+    prefix = os.path.realpath(root) + os.sep
+    own = [checked]
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if module is not checked and isinstance(path, str) and \
+                os.path.realpath(path).startswith(prefix) and "site-packages" not in path:
+            own.append(module)
+    return own
+
+
+def worker_gpu(xdist_worker: str | None, gpus: int) -> int:
+    """The GPU of a pytest-xdist worker (`gw5`: the sixth, modulo the GPUs
+    there are), so that `pytest --autograd-gradcheck -n N` spreads its
+    Functions over the machine's GPUs; 0 outside xdist."""
+    if not xdist_worker or gpus <= 1 or not xdist_worker.startswith("gw") or \
+            not xdist_worker[2:].isdigit():
+        return 0
+    return int(xdist_worker[2:]) % gpus
 
 
 def _function_target(spec: dict[str, Any], module: Any, device: Any, stand_ins: Any) -> Any:
@@ -228,8 +256,11 @@ def _check_function(spec: dict[str, Any], module: Any, device: Any, stand_ins: A
 
     target = _function_target(spec, module, device, stand_ins)
     _budget_extras(target, request)
+    target.watch = (request["path"], frozenset(spec.get("watch", ())))
     used = run_all(target, spec.get("recorded", ()))
     entry["findings"] = target.findings
+    entry["probed"] = sorted(target.probed)
+    entry["reached"] = sorted(target.reached)
     entry["inputs"] = used.describe() if used is not None else "none"
     entry["precision"] = target.precision.describe()
 
@@ -333,6 +364,10 @@ def main(request_path: str, result_path: str) -> int:
         _write(result_path, result)
         return 0
     result["device"] = device_name
+    gpu = 0
+    if device_name == "cuda":  # pytest-xdist's workers: one GPU each, in turn
+        gpu = worker_gpu(os.environ.get("PYTEST_XDIST_WORKER"), torch.cuda.device_count())
+        torch.cuda.set_device(gpu)
     if device_name == "cpu":
         # Only now: CUDA reserves far more address space than any limit allows,
         # and `--device auto` is only decided here.
@@ -355,10 +390,12 @@ def main(request_path: str, result_path: str) -> int:
     try:
         module = _import(request["module"], request["path"], request["import_root"], left_out)
     except BaseException as exc:  # user code: anything can come out
-        result["module_error"] = _describe_import_error(exc)
+        result["module_error"] = _describe_import_error(exc, request["import_root"])
         _write(result_path, result)
         return 0
     imported = [f"imported with {', '.join(left_out)} left out"] if left_out else []
+    if device_name == "cpu":
+        stand_ins.allocations_on_cpu(torch, _own_modules(request["import_root"], module))
     stand_ins.take()  # what importing asked is no Function's
 
     from .checks import NotChecked, first_line
@@ -369,7 +406,8 @@ def main(request_path: str, result_path: str) -> int:
         entry: dict[str, Any] = {"findings": [], "reason": None, "inputs": None}
         result["functions"][spec["key"]] = entry
         try:
-            device = torch.device(device_name)
+            device = torch.device(device_name, gpu) if device_name == "cuda" else \
+                torch.device(device_name)
             if request.get("purpose") == "plan":
                 _plan_test(spec, module, device, known_ops, stand_ins, request, entry)
             elif spec.get("op"):
