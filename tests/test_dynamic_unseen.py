@@ -293,6 +293,7 @@ def test_sizes_asserted_on_locals_and_through_helpers_are_learnt() -> None:
     assert "BlockAttention" not in found
     assert [code for code, _ in found["BlockAttentionWrong"]] == ["AGD001"]
     assert "PairAttention" not in found  # `Dq, Dk = q.shape[-1], k.shape[-1]` too
+    assert "ChainedSizes" not in found  # `Dq == Dk == Dv` then `Dk in {16, 32}`
     # A bare `assert q.dtype == torch.bfloat16 ...` moves down the dtypes as a
     # worded one does: half precision only, which needs a reference.
     (code, message), = found["HalfOnly"]

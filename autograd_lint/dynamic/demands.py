@@ -195,19 +195,49 @@ def _assertion(test: ast.expr, evaluator: _Evaluator) -> list[_Wanted]:
     conditions = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) \
         else [test]
     wanted: dict[int, _Wanted] = {}  # by tensor: `x.dim() == 2 and x.shape[0] == K`
-    for condition in map(_divisibility, conditions):
+    for condition in [pair for c in conditions for pair in _pairs(_divisibility(c))]:
         if not isinstance(condition, ast.Compare) or len(condition.ops) != 1:
             continue
         left, op, right = condition.left, condition.ops[0], condition.comparators[0]
         try:
             if evaluator.truth(condition):
                 continue  # this part holds: not what failed
-            found = _compared(left, op, right, evaluator, wanted)
+            found = _equal_sizes(left, op, right, evaluator, wanted) or \
+                [_compared(left, op, right, evaluator, wanted)]
         except _Unknown:
             continue
-        if found is not None:
-            wanted[id(found.tensor)] = found
+        for item in found:
+            if item is not None:
+                wanted[id(item.tensor)] = item
     return list(wanted.values())
+
+
+def _pairs(condition: ast.expr) -> list[ast.expr]:
+    """`a == b == c` as `a == b` and `b == c`; any other condition as it is."""
+    if not (isinstance(condition, ast.Compare) and len(condition.ops) > 1 and
+            all(isinstance(op, ast.Eq) for op in condition.ops)):
+        return [condition]
+    operands = [condition.left, *condition.comparators]
+    return [ast.Compare(left=a, ops=[ast.Eq()], comparators=[b])
+            for a, b in zip(operands, operands[1:], strict=False)]
+
+
+def _equal_sizes(left: ast.expr, op: ast.cmpop, right: ast.expr, evaluator: _Evaluator,
+                 earlier: dict[int, _Wanted]) -> list[_Wanted | None]:
+    """`Lq == Lk` between sizes of two tensors: both take the larger (a size
+    learnt from another assert, `Lk in {16, 32}`, is larger than a guess),
+    so that a chain of such asserts settles instead of going round)."""
+    if not isinstance(op, ast.Eq):
+        return []
+    left, right = evaluator.expand(left), evaluator.expand(right)
+    sides = [_shape_subject(left), _shape_subject(right)]
+    if any(side is None or side[0] != "dim" for side in sides):
+        return []
+    values = [evaluator.value(left), evaluator.value(right)]
+    if not all(isinstance(v, int) for v in values):
+        return []
+    target = ast.Constant(max(values))
+    return [_compared(side, op, target, evaluator, earlier) for side in (left, right)]
 
 
 # A helper that asserts divisibility: `divisible_by(block, 16)`, `is_multiple_of(d, 8)`.
