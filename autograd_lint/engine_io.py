@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -184,8 +185,48 @@ def _importable(path: str, module: str, import_root: str) -> dict[str, str]:
         parts.insert(0, os.path.basename(directory))
         directory = parent
     if parts and len(parts) > module.count(".") + 1:
-        return {"module": ".".join(parts), "import_root": directory}
+        module, import_root = ".".join(parts), directory
+    own = _root_by_own_imports(path)
+    if own is not None and own[0].count(".") > module.count("."):
+        module, import_root = own
     return {"module": module, "import_root": import_root or os.path.dirname(os.path.abspath(path))}
+
+
+# An absolute import of a dotted name: `from xopes.ops.act import f`, `import pkg.sub`.
+_DOTTED_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+([A-Za-z_]\w*)((?:\.[A-Za-z_]\w*)+)",
+                            re.M)
+# How far above a file its package's top folder is looked for.
+_MAX_PACKAGE_DEPTH = 8
+
+
+def _root_by_own_imports(path: str) -> tuple[str, str] | None:
+    """(module, sys.path entry) for a file of a package without `__init__.py`
+    files (a namespace package), found from its own absolute imports: an
+    import `xopes.ops.act` from a file under a folder `xopes` that holds
+    `ops/act` says that folder's parent is where the package is imported
+    from. None when no import says so."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    imported: dict[str, list[list[str]]] = {}
+    for match in _DOTTED_IMPORT.finditer(text):
+        imported.setdefault(match.group(1), []).append(match.group(2).split(".")[1:])
+    folder = os.path.dirname(os.path.abspath(path))
+    for _ in range(_MAX_PACKAGE_DEPTH):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        for rest in imported.get(os.path.basename(folder), ()):
+            inside = os.path.join(folder, *rest)
+            if os.path.isdir(inside) or os.path.isfile(inside + ".py") or \
+                    os.path.isfile(os.path.join(folder, *rest[:-1]) + ".py"):
+                dotted = os.path.relpath(os.path.abspath(path), parent)[:-3]
+                dotted = dotted.replace(os.sep, ".").removesuffix(".__init__")
+                return dotted, parent
+        folder = parent
+    return None
 
 
 def _describe(exc: BaseException) -> str:

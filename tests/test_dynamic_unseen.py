@@ -305,3 +305,26 @@ def test_a_string_parameter_takes_the_literals_its_callee_compares_it_with() -> 
     assert "Activation" not in found
     (code, message), = found["ActivationWrong"]
     assert code == "AGD001" and "act='tanh'" in message
+
+
+def test_a_package_without_init_files_imports_from_where_its_imports_say(tmp_path) -> None:
+    """A namespace package (no `__init__.py` anywhere) whose modules import
+    each other absolutely (`from nsroot.utils.scale import triple`): its top
+    folder is where those imports lead, and its parent is put on sys.path."""
+    shutil.copytree(UNSEEN / "nsroot", tmp_path / "src" / "nsroot")
+    _, findings, _ = dynamic("--select", "AGD", "--device", "cpu", ".",
+                             cwd=tmp_path / "src" / "nsroot")
+    assert [(f["function"], f["code"]) for f in findings] == [("TripleWrong", "AGD001")]
+
+
+def test_a_forward_wrapped_without_functools_wraps_keeps_its_parameters() -> None:
+    found = _messages(str(UNSEEN / "wrapped_forward.py"))
+    assert "ScaledRows" not in found
+    (code, message), = found["ScaledRowsWrong"]
+    assert code == "AGD001" and "input 1 (`weight`)" in message
+
+
+def test_the_triton_drivers_device_query_at_import_is_answered_on_the_cpu() -> None:
+    pytest.importorskip("triton")
+    found = _messages(str(UNSEEN / "driver_query.py"))
+    assert [code for code, _ in found["DoubleWrong"]] == ["AGD001"]

@@ -27,7 +27,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 # A mid-range GPU: few multiprocessors keep interpreted persistent kernels short.
-_PROPERTIES = {
+PROPERTIES = {
     "name": "CPU stand-in for a CUDA device", "major": 8, "minor": 0,
     "multi_processor_count": 4, "total_memory": 16 * 1024 ** 3,
     "max_threads_per_multi_processor": 2048, "warp_size": 32,
@@ -159,9 +159,9 @@ class StandIns:
             "current_device": 0,
             "set_device": None,
             "synchronize": None,
-            "get_device_properties": lambda *a, **k: SimpleNamespace(**_PROPERTIES),
-            "get_device_capability": (_PROPERTIES["major"], _PROPERTIES["minor"]),
-            "get_device_name": _PROPERTIES["name"],
+            "get_device_properties": lambda *a, **k: SimpleNamespace(**PROPERTIES),
+            "get_device_capability": (PROPERTIES["major"], PROPERTIES["minor"]),
+            "get_device_name": PROPERTIES["name"],
             "current_stream": lambda *a, **k: _Stream(),
             "default_stream": lambda *a, **k: _Stream(),
             "stream": lambda *a, **k: nullcontext(),

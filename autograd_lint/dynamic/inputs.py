@@ -193,10 +193,38 @@ def short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def forward_of(cls: type) -> Any:
+    """The Function's forward as written: through a decorator that wraps it
+    without `functools.wraps` (`@ensure_contiguous` taking `*args, **kwargs`),
+    the function its closure holds."""
+    function = cls.forward
+    for _ in range(4):
+        try:
+            parameters = inspect.signature(function).parameters.values()
+        except (TypeError, ValueError):
+            return function
+        if not parameters or any(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                                 for p in parameters):
+            return function
+        inner = [cell.cell_contents for cell in getattr(function, "__closure__", None) or ()
+                 if inspect.isfunction(_cell_value(cell))]
+        if len(inner) != 1:
+            return function
+        function = inner[0]
+    return function
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
 def forward_parameters(cls: type) -> list[inspect.Parameter] | None:
     """forward's parameters as `apply` takes them (ctx dropped for ctx-style)."""
     try:
-        parameters = list(inspect.signature(cls.forward).parameters.values())
+        parameters = list(inspect.signature(forward_of(cls)).parameters.values())
     except (TypeError, ValueError):
         return None
     if not uses_setup_context(cls) and parameters:
@@ -319,6 +347,9 @@ class _Parameter:
     values: list[Any] = field(default_factory=list)  # for "value": candidates
     optional: bool = False  # defaults to None: try a tensor, then None
     none_first: bool = False  # optional, and None is the usual call (a recurrent state)
+    # No default at all (`hidden_state`): None is tried, as for a state, but
+    # leaving it None is no call the signature promises (no AGD012).
+    required: bool = False
     flag: bool = False
     given: bool = False  # its value is forward's own default
 
@@ -330,7 +361,7 @@ class Synthesis:
     def __init__(self, cls: type, device: torch.device,
                  tensor_hints: frozenset[str] = frozenset()) -> None:
         self.device = device
-        self.forward = cls.forward
+        self.forward = forward_of(cls)
         parameters = forward_parameters(cls)
         if parameters is None:
             raise Unsynthesizable("forward's signature cannot be read")
@@ -339,7 +370,7 @@ class Synthesis:
         positional = [p for p in parameters
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self.tensor_hints = set(tensor_hints)
-        self.strings = compared_strings(cls.forward)
+        self.strings = compared_strings(self.forward)
         self.parameters = [self._parameter(p) for p in positional]
         self.rank_hint: int | None = None
         self.shapes: dict[str, tuple[int, ...]] = {}  # learnt from forward's messages
@@ -350,7 +381,7 @@ class Synthesis:
         self.preferred: str | None = None  # the layout the shapes were learnt on
         self.generation = 0  # bumped by what is learnt: the layouts start over
         self.count = 0
-        self.demand_reader = DemandReader(cls.forward, [p.name for p in self.parameters])
+        self.demand_reader = DemandReader(self.forward, [p.name for p in self.parameters])
 
     # -- parameters ------------------------------------------------------------
     def _parameter(self, parameter: inspect.Parameter) -> _Parameter:
@@ -376,7 +407,8 @@ class Synthesis:
             return _Parameter(name, "value", [None], given=True)
         if _STATE.search(name.lower()) and default in (None, parameter.empty) and \
                 not name.lower().startswith(_BOOL_PREFIXES):  # `output_final_state`: a flag
-            return _Parameter(name, tensor_role(name), optional=True, none_first=True)
+            return _Parameter(name, tensor_role(name), optional=True, none_first=True,
+                              required=default is parameter.empty)
         if default is None and not hinted and _names_a_group(name.lower()):
             # `group=None` means the default group, which a check has not set
             # up: a one-process group of its own instead.
@@ -557,7 +589,7 @@ class Synthesis:
                 args.append(choice)
         names = [p.name for p in self.parameters]
         none_defaults = [i for i, (p, a) in enumerate(zip(self.parameters, args, strict=True))
-                         if p.optional and isinstance(a, torch.Tensor)]
+                         if p.optional and not p.required and isinstance(a, torch.Tensor)]
         flags = [i for i, p in enumerate(self.parameters) if p.flag]
         return Inputs(tuple(args), names, SYNTHESIZED, none_defaults=none_defaults,
                       flags=flags, layout=layout.name)

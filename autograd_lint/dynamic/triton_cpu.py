@@ -20,7 +20,11 @@ in real kernels, is filled in here, the way compiled Triton behaves:
   converted here the same way;
 - "Is a Triton backend active here?" (`backend.driver.is_active()`, which
   libraries ask before they define or launch their kernels) is answered yes
-  for the NVIDIA backend: the interpreter runs the kernels.
+  for the NVIDIA backend: the interpreter runs the kernels;
+- the active driver's queries (`triton.runtime.driver.active.utils.
+  get_device_properties(0)` for the multiprocessor count, often asked at
+  import) are answered as `torch.cuda`'s stand-ins answer them (cuda_cpu.py),
+  where the NVIDIA driver would look for libcuda.
 
 Nothing here imports triton: `install()` sets the environment variable and an
 import hook that patches the modules when (if) the checked code imports them.
@@ -37,6 +41,7 @@ from ._hooks import after_import
 INTERPRETER = "triton.runtime.interpreter"
 AUTOTUNER = "triton.runtime.autotuner"
 BACKENDS = "triton.backends"
+DRIVER = "triton.runtime.driver"
 LIBDEVICE = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
 
 
@@ -44,7 +49,7 @@ def install() -> None:
     """Run Triton kernels through the interpreter, gaps filled."""
     os.environ["TRITON_INTERPRET"] = "1"
     after_import({INTERPRETER: _patch_scalars, AUTOTUNER: _patch_autotuner,
-                  BACKENDS: _patch_active_backend,
+                  BACKENDS: _patch_active_backend, DRIVER: _patch_driver,
                   **{name: _patch_libdevice for name in LIBDEVICE}})
 
 
@@ -119,6 +124,59 @@ def _patch_active_backend(module: ModuleType) -> None:
 
     is_active._autograd_lint = True  # type: ignore[attr-defined]
     driver.is_active = staticmethod(is_active)
+
+
+class _DeviceUtils:
+    """The driver's device queries, as a mid-range GPU answers them."""
+
+    @staticmethod
+    def get_device_properties(device: Any = 0) -> dict[str, int]:
+        from .cuda_cpu import PROPERTIES
+
+        return {"multiprocessor_count": PROPERTIES["multi_processor_count"],
+                "max_shared_mem": PROPERTIES["shared_memory_per_block_optin"],
+                "max_num_regs": PROPERTIES["regs_per_multiprocessor"],
+                "warpSize": PROPERTIES["warp_size"], "sm_clock_rate": 1_410_000,
+                "mem_clock_rate": 1_215_000, "mem_bus_width": 5120}
+
+
+class _CpuDriver:
+    """The active driver on a CPU, where the interpreter runs the kernels."""
+
+    utils = _DeviceUtils()
+
+    @staticmethod
+    def is_active() -> bool:
+        return True
+
+    @staticmethod
+    def get_current_device() -> int:
+        return 0
+
+    @staticmethod
+    def get_current_stream(device: Any = None) -> int:
+        return 0
+
+    @staticmethod
+    def get_current_target() -> Any:
+        from triton.backends.compiler import GPUTarget
+
+        from .cuda_cpu import PROPERTIES
+
+        return GPUTarget("cuda", PROPERTIES["major"] * 10 + PROPERTIES["minor"], 32)
+
+    @staticmethod
+    def get_active_torch_device() -> Any:
+        import torch
+
+        return torch.device("cpu")
+
+
+def _patch_driver(module: ModuleType) -> None:
+    config = getattr(module, "driver", None)
+    if config is not None and hasattr(config, "set_active") and \
+            getattr(config, "_active", None) is None:
+        config.set_active(_CpuDriver())
 
 
 def _numpy_functions() -> dict[str, Any]:
