@@ -227,8 +227,9 @@ def _equal_sizes(left: ast.expr, op: ast.cmpop, right: ast.expr, evaluator: _Eva
     """`Lq == Lk` between sizes of two tensors: both take the larger (a size
     learnt from another assert, `Lk in {16, 32}`, is larger than a guess),
     so that a chain of such asserts settles instead of going round)."""
-    if not isinstance(op, ast.Eq):
-        return []
+    if not isinstance(op, ast.Eq) or not (isinstance(left, ast.Name) and
+                                          isinstance(right, ast.Name)):
+        return []  # (a size written out is another tensor's contract: see _compared)
     left, right = evaluator.expand(left), evaluator.expand(right)
     sides = [_shape_subject(left), _shape_subject(right)]
     if any(side is None or side[0] != "dim" for side in sides):
@@ -259,10 +260,15 @@ def _compared(left: ast.expr, op: ast.cmpop, right: ast.expr, evaluator: _Evalua
     multiple = _multiple_of(left, op, right, evaluator)
     if multiple is not None:  # `x.shape[-1] % 16 == 0`
         left = left.left  # type: ignore[attr-defined]
+    written_right = right
     left, right = evaluator.expand(left), evaluator.expand(right)
     subject = _shape_subject(left)
     other = right
-    if subject is None and isinstance(op, ast.Eq) and multiple is None:
+    if subject is None and isinstance(op, ast.Eq) and multiple is None and \
+            not isinstance(written_right, ast.Name):
+        # `weight.numel() == D`, D a size of the main input: the other side's
+        # contract, not the main input's (moving it alone would leave the
+        # inputs shaped alike with it, `u` beside `x`, behind).
         subject, other = _shape_subject(right), left
     if subject is None:
         return None
