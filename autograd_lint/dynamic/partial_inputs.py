@@ -49,8 +49,37 @@ def check_optional_none(target: Target, inputs: Inputs) -> None:
 def _report_none(target: Target, inputs: Inputs, names: str, where: str,
                  exc: Exception) -> None:
     detail = first_line(exc)
-    if inputs.trusted or _NAMES_NONE.search(detail):
+    if inputs.trusted or (_NAMES_NONE.search(detail) and
+                          not _another_guess_avoids(target, inputs)):
         target.report("AGD012", names=names, where=where, detail=detail)
+
+
+# Other guesses of the synthesized values (their signs flipped; centred on
+# zero): a precondition on values that holds only on the None path ("xk
+# must be all negative when decay is None") is the guess's, not the None's.
+_OTHER_VALUES = (lambda t: -t, lambda t: t - 1.0)
+
+
+def _another_guess_avoids(target: Target, inputs: Inputs) -> bool:
+    """Whether, with the optional inputs left None, forward and backward work
+    once the other floating inputs take other values."""
+    for change in _OTHER_VALUES:
+        args = list(fresh(inputs.args))
+        for index, value in enumerate(args):
+            if index in inputs.none_defaults:
+                args[index] = None
+            elif isinstance(value, torch.Tensor) and value.is_floating_point():
+                args[index] = change(value.detach()).requires_grad_(value.requires_grad)
+        try:
+            outputs = differentiable_outputs(target.apply(*args))
+            wanted = [args[i] for i in differentiable_positions(tuple(args))]
+            if outputs and wanted:
+                torch.autograd.grad(outputs, wanted, [torch.ones_like(o) for o in outputs],
+                                    allow_unused=True)
+        except Exception:
+            continue
+        return True
+    return False
 
 
 def check_partial_requires_grad(target: Target, inputs: Inputs) -> None:
