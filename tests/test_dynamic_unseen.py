@@ -328,3 +328,5 @@ def test_the_triton_drivers_device_query_at_import_is_answered_on_the_cpu() -> N
     pytest.importorskip("triton")
     found = _messages(str(UNSEEN / "driver_query.py"))
     assert [code for code, _ in found["DoubleWrong"]] == ["AGD001"]
+    # It names no target: code that picks its platform by asking picks the CPU's.
+    assert "DoublePlatform" not in found

@@ -141,7 +141,11 @@ class _DeviceUtils:
 
 
 class _CpuDriver:
-    """The active driver on a CPU, where the interpreter runs the kernels."""
+    """The active driver on a CPU, where the interpreter runs the kernels: it
+    answers the device's counts, and names no target (`get_current_target`
+    is missing, as it was): code that picks its platform by asking (fla's
+    `IS_NVIDIA`, inline-asm fast paths) keeps picking the CPU's, as
+    `torch.cuda.is_available()` stays False beside the CUDA stand-ins."""
 
     utils = _DeviceUtils()
 
@@ -156,20 +160,6 @@ class _CpuDriver:
     @staticmethod
     def get_current_stream(device: Any = None) -> int:
         return 0
-
-    @staticmethod
-    def get_current_target() -> Any:
-        from triton.backends.compiler import GPUTarget
-
-        from .cuda_cpu import PROPERTIES
-
-        return GPUTarget("cuda", PROPERTIES["major"] * 10 + PROPERTIES["minor"], 32)
-
-    @staticmethod
-    def get_active_torch_device() -> Any:
-        import torch
-
-        return torch.device("cpu")
 
 
 def _patch_driver(module: ModuleType) -> None:
