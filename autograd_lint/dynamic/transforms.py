@@ -5,8 +5,9 @@ import torch
 
 from .errors import first_line
 from .gradcheck import run_gradcheck
-from .inputs import Inputs, uses_setup_context
+from .inputs import Inputs
 from .probing import fresh, tensors_of
+from .signatures import uses_setup_context
 from .target import Target
 
 
