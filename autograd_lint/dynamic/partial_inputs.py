@@ -30,20 +30,27 @@ def check_optional_none(target: Target, inputs: Inputs) -> None:
     for index in inputs.none_defaults:
         args[index] = None
     names = ", ".join(f"`{inputs.name(i)}`" for i in inputs.none_defaults)
+    failed = _failure(target, args)
+    if failed is not None:
+        _report_none(target, inputs, names, *failed)
+
+
+def _failure(target: Target, args: list) -> tuple[str, Exception] | None:
+    """Where forward and a unit backward on `args` fail, and how; None when
+    both work."""
     try:
         output = target.apply(*args)
     except Exception as exc:
-        _report_none(target, inputs, names, "forward", exc)
-        return
+        return "forward", exc
     outputs = differentiable_outputs(output)
     wanted = [args[i] for i in differentiable_positions(tuple(args))]
-    if not outputs or not wanted:
-        return
-    try:
-        torch.autograd.grad(outputs, wanted, [torch.ones_like(o) for o in outputs],
-                            allow_unused=True)
-    except Exception as exc:
-        _report_none(target, inputs, names, "backward", exc)
+    if outputs and wanted:
+        try:
+            torch.autograd.grad(outputs, wanted, [torch.ones_like(o) for o in outputs],
+                                allow_unused=True)
+        except Exception as exc:
+            return "backward", exc
+    return None
 
 
 def _report_none(target: Target, inputs: Inputs, names: str, where: str,
@@ -70,15 +77,8 @@ def _another_guess_avoids(target: Target, inputs: Inputs) -> bool:
                 args[index] = None
             elif isinstance(value, torch.Tensor) and value.is_floating_point():
                 args[index] = change(value.detach()).requires_grad_(value.requires_grad)
-        try:
-            outputs = differentiable_outputs(target.apply(*args))
-            wanted = [args[i] for i in differentiable_positions(tuple(args))]
-            if outputs and wanted:
-                torch.autograd.grad(outputs, wanted, [torch.ones_like(o) for o in outputs],
-                                    allow_unused=True)
-        except Exception:
-            continue
-        return True
+        if _failure(target, args) is None:
+            return True
     return False
 
 
