@@ -330,3 +330,87 @@ def test_the_triton_drivers_device_query_at_import_is_answered_on_the_cpu() -> N
     assert [code for code, _ in found["DoubleWrong"]] == ["AGD001"]
     # It names no target: code that picks its platform by asking picks the CPU's.
     assert "DoublePlatform" not in found
+
+
+@pytest.fixture(scope="module")
+def guessed_kinds() -> dict[str, list[tuple[str, str]]]:
+    return _messages(str(UNSEEN / "guessed_kinds.py"))
+
+
+@pytest.mark.parametrize("name", ["ScaleByNumber", "RotateByTable", "PackedCumsum",
+                                  "BackendChosen"])
+def test_what_forward_does_with_a_parameter_decides_its_kind(guessed_kinds, name) -> None:
+    """A number forward tests (`if gain:`), a table it unpacks as 2-D (`h, d =
+    theta.shape`), packed sequences (`cu_seqlens` without a default, with
+    `max_seqlen`), a backend enum in a union with a sentinel: each is
+    checked, clean, and its wrong twin is found."""
+    assert name not in guessed_kinds
+    (code, message), = guessed_kinds[f"{name}Wrong"]
+    assert code == "AGD001", message
+
+
+def test_the_guessed_kinds_are_those_forward_asked_for(guessed_kinds) -> None:
+    messages = {name: found[0][1] for name, found in guessed_kinds.items()}
+    assert "gain=0.5" in messages["ScaleByNumberWrong"]
+    assert "x=float64[2, 2, 3, 4], theta=float64[3, 4]" in messages["RotateByTableWrong"]
+    assert "cu_seqlens=int32[3], max_seqlen=2" in messages["PackedCumsumWrong"]
+    assert "backend=<Backend.python: 'python'>" in messages["BackendChosenWrong"]
+
+
+def test_an_annotated_optional_number_and_a_cuda_event_are_checked(guessed_kinds) -> None:
+    assert "OptionalMultiplier" not in guessed_kinds  # `multiplier: float | None`
+    assert "TimedSquare" not in guessed_kinds  # torch.cuda.Event, timed on the CPU
+
+
+def test_what_no_machine_has_is_told_from_what_this_one_lacks(guessed_kinds) -> None:
+    (code, removed), = guessed_kinds["RemovedFeature"]
+    assert code == "AGD900"
+    assert "the installed libraries no longer have" in removed
+    assert "--device cuda" not in removed
+    (code, lacking), = guessed_kinds["AssertsCuda"]
+    assert code == "AGD900" and "what this machine lacks" in lacking
+    assert "`assert x.is_cuda`" in lacking
+
+
+def test_a_kernel_scale_guessed_as_a_tensor_becomes_a_number() -> None:
+    """Triton refuses `sm_scale * log2e` on the pointer a guessed tensor is
+    passed as ("invalid operands of type pointer<fp64> ..."): not a gap of
+    the machine, nor a dtype to move down from."""
+    pytest.importorskip("triton")
+    found = _messages(str(UNSEEN / "kernel_scale.py"))
+    assert "KernelScale" not in found
+    (code, message), = found["KernelScaleWrong"]
+    assert code == "AGD001" and "sm_scale=0.5" in message
+
+
+@pytest.mark.parametrize(("annotation", "members"), [
+    ("float", {"float"}), ("<class 'float'>", {"float"}), ("float | None", {"float", "None"}),
+    ("typing.Optional[int]", {"int", "None"}), ("Union[int, float]", {"int", "float"}),
+    ("torch.Tensor", None), ("Tensor | None", None), ("None", None), ("tuple[int]", None),
+])
+def test_an_annotation_of_numbers_is_read_whatever_its_spelling(annotation, members) -> None:
+    pytest.importorskip("torch")
+    from autograd_lint.dynamic.inputs import scalar_annotation
+
+    assert scalar_annotation(annotation) == members
+
+
+@pytest.mark.parametrize(("message", "guessed", "expected"), [
+    ("InterpreterError: IncompatibleTypeErrorImpl('invalid operands of type pointer<fp16> "
+     "and triton.language.float32')", True, False),
+    ("InterpreterError: IncompatibleTypeErrorImpl('invalid operands of type pointer<fp16> "
+     "and triton.language.float32')", False, True),
+    ("InterpreterError: NotImplementedError('inline_asm not supported in interpreter mode')",
+     True, True),
+    ("NotImplementedError: Block pointers have been removed in favor of the tensor "
+     "descriptor API", True, True),
+    ("AssertionError: `assert a.is_cuda and b.is_cuda` (gemm.py:377)", True, True),
+    ("ValueError: too many values to unpack (expected 3)", True, False),
+])
+def test_whose_gap_an_error_is(message, guessed, expected) -> None:
+    """An error Triton's interpreter wraps is the machine's with the
+    project's own inputs; with guessed ones only when it says it is the
+    interpreter's gap (a type error on a kernel's line is the guess's)."""
+    from autograd_lint.dynamic.errors import environmental
+
+    assert environmental(message, guessed=guessed) is expected

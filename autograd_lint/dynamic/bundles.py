@@ -38,11 +38,15 @@ def annotated_class(function: Any, name: str) -> type | None:
 
 
 def _unoptional(hint: Any) -> Any:
-    """`X | None` and `Optional[X]`: X."""
+    """`X | None` and `Optional[X]`: X; `Choice | Sentinel` with one Enum
+    among its members: the Enum (its members are the values to try)."""
     arguments = [a for a in typing.get_args(hint) if a is not type(None)]
-    if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(arguments) == 1:
+    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
+        return hint
+    if len(arguments) == 1:
         return arguments[0]
-    return hint
+    enums = [a for a in arguments if isinstance(a, type) and issubclass(a, enum.Enum)]
+    return enums[0] if len(enums) == 1 else hint
 
 
 def is_bundle(cls: type) -> bool:

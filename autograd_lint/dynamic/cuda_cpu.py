@@ -7,7 +7,8 @@ current stream, the compute capability. On a machine without CUDA each of
 these raises, and the kernel, which Triton's interpreter could run on the
 CPU, is never reached. In a CPU worker, where `torch.cuda.is_available()`
 is False, these queries get plausible answers instead: a device context that
-does nothing, the properties of a mid-range GPU, a stream that does nothing.
+does nothing, the properties of a mid-range GPU, a stream that does nothing,
+an event timed by the wall clock.
 What the checked code computes does not depend on them (a launch grid sized
 by the multiprocessor count covers the same elements in more or fewer
 programs). `torch.cuda.is_available()` stays False, so code that chooses
@@ -118,6 +119,30 @@ class _Stream:
         pass
 
 
+class _Event:
+    """A CUDA event on the CPU: recorded at once, timed by the wall clock
+    (a wrapper that times its kernels to choose a config only compares)."""
+
+    at = 0.0  # when it was recorded
+
+    def record(self, stream: Any = None) -> None:
+        import time
+
+        self.at = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait(self, stream: Any = None) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end: _Event) -> float:
+        return (end.at - self.at) * 1000.0  # milliseconds, as CUDA's
+
+
 class _DeviceContext:
     """`with torch.cuda.device(i):` where there is one device, the CPU."""
 
@@ -172,6 +197,7 @@ class StandIns:
         # Classes stay classes (`isinstance(s, torch.cuda.Stream)`).
         cuda.device = self._class("torch.cuda.device", _DeviceContext)
         cuda.Stream = self._class("torch.cuda.Stream", _Stream)
+        cuda.Event = self._class("torch.cuda.Event", _Event)
         if not hasattr(torch.cpu, "device"):
             # `getattr(torch, x.device.type).device(x.device)`: the device
             # context of whichever backend a tensor is on, which torch.cpu lacks.

@@ -13,7 +13,8 @@ and the tensor it constrains is traced to one of forward's parameters: the
 same object, a view of it, or, across a copy (`.to(torch.float32)`), a local
 of the same name. The result is a shape for that parameter to try next.
 (A wrong rank everywhere, `a, b, c = x.shape`, is the message's to tell:
-a layout of that rank keeps all parameters consistent.)
+a layout of that rank keeps all parameters consistent; the statement says
+which one tensor has it when the others passed.)
 Runs in the worker (imports torch).
 """
 from __future__ import annotations
@@ -44,6 +45,7 @@ class _Unknown(Exception):
 
 
 _VIEW_ERROR = re.compile(r"shape '\[([-\d, ]*)\]' is invalid for input of size \d+")
+_UNPACK_ERROR = re.compile(r"values to unpack \(expected (\d+)")
 _CONV_ERROR = re.compile(r"\bweight\b|\bbias\b|groups")
 _CONVOLUTIONS = {"conv1d": 1, "conv2d": 2, "conv3d": 3}
 # Size a demand leaves open (a -1 in a view that no known size fixes).
@@ -84,6 +86,36 @@ class DemandReader:
                        if demand is not None]
             if demands:
                 return demands
+        return []
+
+    def numbers(self, exc: BaseException, args: tuple[Any, ...]) -> list[str]:
+        """forward's parameters given a guessed tensor that the failing
+        statement uses as a number ("Boolean value of Tensor ... is
+        ambiguous" at `if scale:`; Triton's "invalid operands of type
+        pointer<fp16> and float32" at `sm_scale * log2e`, or its
+        interpreter's "no attribute 'is_ptr'" at `offs + w`, in a kernel that
+        takes the parameter under its own name); [] if none."""
+        if not _NUMBER_WANTED.search(_messages(exc)):
+            return []
+        frames = _frames(exc, chained=True)
+        code = _code_of(self.forward)
+        forward_frame = next((frame for frame, _ in frames if frame.f_code is code), None)
+        if forward_frame is None:
+            return []
+        tensors = {name: forward_frame.f_locals.get(name)
+                   for name, value in zip(self.parameters, args, strict=False)
+                   if isinstance(value, torch.Tensor)}
+        for frame, line in reversed(frames):
+            statement = self._statement(frame.f_code.co_filename, line)
+            if statement is None:
+                continue
+            # The name must hold that tensor there: the same object, or, in a
+            # kernel, the pointer it was passed as or the interpreter's copy
+            # (not a block it loaded).
+            used = [name for name in _number_uses(statement) & tensors.keys()
+                    if _same_tensor(frame.f_locals.get(name), tensors[name])]
+            if used:
+                return sorted(used)
         return []
 
     def _bindings(self, frame: FrameType, statement: ast.stmt) -> dict[str, ast.expr]:
@@ -154,13 +186,89 @@ def _code_of(function: Any) -> CodeType | None:
         return None
 
 
-def _frames(exc: BaseException) -> list[tuple[FrameType, int]]:
+def _frames(exc: BaseException, chained: bool = False) -> list[tuple[FrameType, int]]:
+    """The traceback's frames, outermost first; `chained`: then those of the
+    errors it was raised from (Triton's interpreter wraps a kernel line's)."""
     frames = []
-    traceback = exc.__traceback__
-    while traceback is not None:
-        frames.append((traceback.tb_frame, traceback.tb_lineno))
-        traceback = traceback.tb_next
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        traceback = current.__traceback__
+        while traceback is not None:
+            frames.append((traceback.tb_frame, traceback.tb_lineno))
+            traceback = traceback.tb_next
+        current = current.__cause__ or current.__context__ if chained else None
     return frames
+
+
+def _messages(exc: BaseException) -> str:
+    texts, seen = [], set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        texts.append(str(current))
+        current = current.__cause__ or current.__context__
+    return "\n".join(texts)
+
+
+# A tensor where a number was wanted.
+_NUMBER_WANTED = re.compile(r"Boolean value of Tensor with more than one value is ambiguous|"
+                            r"Tensor with \d+ elements cannot be converted to Scalar|"
+                            r"invalid operands of type pointer<|has no attribute 'is_ptr'")
+
+
+def _same_tensor(local: Any, tensor: Any) -> bool:
+    """Whether a frame's local is forward's tensor: the object itself, a copy
+    (Triton's interpreter copies a kernel's tensor arguments), or the pointer
+    a kernel was passed it as (not a block of values it loaded)."""
+    if local is tensor:
+        return True
+    if isinstance(local, torch.Tensor) and isinstance(tensor, torch.Tensor):
+        return local.shape == tensor.shape and local.dtype == tensor.dtype
+    kind = getattr(local, "type", None)
+    try:
+        return bool(kind.is_ptr()) and not bool(kind.is_block())  # type: ignore[union-attr]
+    except Exception:
+        return False
+
+
+def _header(statement: ast.stmt) -> list[ast.AST]:
+    """What a statement itself evaluates: a compound statement's test or
+    iterable, not its body (the line that raised is the header's)."""
+    if isinstance(statement, (ast.If, ast.While)):
+        return [statement.test]
+    if isinstance(statement, (ast.For, ast.AsyncFor)):
+        return [statement.iter]
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return [item.context_expr for item in statement.items]
+    if hasattr(statement, "body"):
+        return []
+    return [statement]
+
+
+def _number_uses(statement: ast.stmt) -> set[str]:
+    """Names the statement uses as numbers or truth values: tested (`if s:`,
+    `not s`, `s and t`), compared, or in arithmetic; not a name it only
+    reads an attribute or an element of, or passes on."""
+    used: set[str] = set()
+    tests = [statement.test] if isinstance(statement, (ast.If, ast.While, ast.Assert)) else []
+    for node in (n for root in _header(statement) for n in ast.walk(root)):
+        if isinstance(node, ast.IfExp):
+            tests.append(node.test)
+        elif isinstance(node, ast.BoolOp):
+            tests.extend(node.values)
+        elif isinstance(node, ast.UnaryOp):
+            tests.append(node.operand)
+        elif isinstance(node, ast.Compare):
+            tests.extend([node.left, *node.comparators])
+        elif isinstance(node, ast.BinOp):
+            tests.extend([node.left, node.right])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("float", "int", "bool"):
+            tests.extend(node.args)
+    used.update(node.id for node in tests if isinstance(node, ast.Name))
+    return used
 
 
 # ---------------------------------------------------------------------------
@@ -187,7 +295,35 @@ def _constraints(statement: ast.stmt, evaluator: _Evaluator, message: str) -> li
         wanted += _failed_views(statement, evaluator, requested)
     if _CONV_ERROR.search(message):
         wanted += _convolution_weights(statement, evaluator)
+    unpack = _UNPACK_ERROR.search(message)
+    if unpack is not None:
+        wanted += _unpacked_rank(statement, evaluator, int(unpack.group(1)))
     return wanted
+
+
+def _unpacked_rank(statement: ast.stmt, evaluator: _Evaluator, rank: int) -> list[_Wanted]:
+    """`h, d = theta.shape` raising "too many values to unpack (expected 2)":
+    that tensor, not every one, has too many dims (a lower-rank companion of
+    the main input: a per-head table, a per-feature weight). Its trailing
+    sizes are kept: such a companion shares the main input's last
+    dimensions. Too few dims are the layout's to fix (the rank hint)."""
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1 or \
+            not isinstance(statement.targets[0], ast.Tuple) or \
+            any(isinstance(e, ast.Starred) for e in statement.targets[0].elts):
+        return []
+    subject = _shape_subject(statement.value)
+    if subject is None or subject[0] != "shape":
+        return []
+    try:
+        tensor = evaluator.tensor(subject[1])
+    except _Unknown:
+        return []
+    shape = tuple(tensor.shape)
+    if rank >= len(shape):
+        return []  # too few dims: every input's, likely (the message's rank hint)
+    wanted = shape[len(shape) - rank:]
+    name = subject[1].id if isinstance(subject[1], ast.Name) else None
+    return [_Wanted(tensor, name, wanted)]
 
 
 def _assertion(test: ast.expr, evaluator: _Evaluator) -> list[_Wanted]:

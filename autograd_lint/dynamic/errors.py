@@ -149,11 +149,44 @@ _ENVIRONMENT = re.compile(
     r"not compiled with CUDA|CUDA driver|no CUDA GPUs|NVIDIA driver|libcuda|CUDA is not "
     r"available|cudaGetDevice|0 active drivers|device-side assert|NVML|No module named|"
     r"interpreter|TRITON_INTERPRET|not supported on (the )?CPU|not implemented for 'CPU'|"
+    r"\bis_cuda\b|\bufunc\b|"
     r"Could not run '[^']+' with arguments from the 'CPU' backend|"
     r"(only|requires?|needs?|expected|runs?)\b.{0,40}\b(cuda|gpu)s?\b|"
     r"\b(cuda|gpu)\b.{0,40}\b(only|required|needed)\b|on device \W?cpu\b", re.I)
 
 
-def environmental(message: str) -> bool:
-    """Whether an error is about the machine the check runs on."""
-    return bool(_ENVIRONMENT.search(message))
+# A feature the installed library (Triton) has dropped: no machine has it.
+_REMOVED = re.compile(r"\bhave been removed\b|\bremoved in favou?r of\b|"
+                      r"\bis no longer supported\b", re.I)
+# Triton's interpreter wraps what a kernel's line raised: a gap of the
+# interpreter says so inside; a type error there is about the inputs.
+_INTERPRETER_WRAPPER = re.compile(r"\bInterpreterError\b")
+
+
+def environmental(message: str, guessed: bool = False) -> bool:
+    """Whether an error is about the machine the check runs on, or the
+    libraries installed there. With `guessed` inputs, an error Triton's
+    interpreter wraps counts only when it is the interpreter's own gap (a
+    type error on a kernel's line is the guess's); with the project's own
+    inputs, any error the interpreter raises is its gap."""
+    if guessed:
+        message = _INTERPRETER_WRAPPER.sub("", message)
+    return bool(_ENVIRONMENT.search(message)) or removed_feature(message)
+
+
+def removed_feature(message: str) -> bool:
+    """Whether an error says the installed library dropped what the code
+    uses (`tl.make_block_ptr` in Triton 3.9): another machine would not help."""
+    return bool(_REMOVED.search(message))
+
+
+def installed_version(module: str) -> str:
+    """"Triton 3.9.0": a module the checked code has imported, with its
+    version, for a message ("the installed Triton"); "libraries" when the
+    code has not imported it."""
+    import sys
+
+    if module not in sys.modules:
+        return "libraries"
+    version = getattr(sys.modules[module], "__version__", "")
+    return f"{module.capitalize()} {version}".strip()

@@ -18,9 +18,11 @@ from .errors import (
     Unsynthesizable,
     environmental,
     first_line,
+    installed_version,
     out_of_memory,
     raise_if_code_error,
     raised,
+    removed_feature,
 )
 from .inputs import Inputs, Synthesis, argument_of_gradient, declared, float_tensor, recorded
 from .precision import HALF, LADDER, dtype_of
@@ -120,11 +122,9 @@ def synthesize(target: Target) -> Inputs:
     last = errors[-1] if errors else "forward takes no inputs that can be synthesized"
     if errors and out_of_memory(last):  # the machine's limit: as a MemoryError is
         raise NotChecked(f"ran out of memory on every input tried (last try: {last})")
-    lacking = next((e for e in errors if environmental(e)), None)
+    lacking = next((e for e in errors if environmental(e, guessed=True)), None)
     if lacking is not None:  # a gap no guess gets past, however far the others got
-        raise NotChecked(f"forward needs what this machine lacks, whatever the inputs "
-                         f"({lacking}{getattr(lacking, 'where', '')}); run it where it runs "
-                         "(`--device cuda`)")
+        raise NotChecked(_lacking(lacking))
     unwritten = next((e for e in errors if e.startswith(UNWRITTEN)), None)
     if unwritten is not None:
         raise NotChecked(f"{unwritten} on the inputs tried, so the checks cannot compare "
@@ -135,6 +135,19 @@ def synthesize(target: Target) -> Inputs:
     raise NotChecked(f"could not build inputs forward accepts ({tried}); declare "
                      "them with `@example_inputs(...)`, a `gradcheck_inputs` staticmethod, or "
                      "record the project's own calls (`pytest --autograd-record`)")
+
+
+def _lacking(error: str) -> str:
+    """Why forward cannot run here, whatever the inputs: what this machine
+    lacks (a GPU, an interpreter gap), or what the installed Triton dropped."""
+    blocker = f"{error}{getattr(error, 'where', '')}"
+    if removed_feature(error):
+        installed = installed_version("triton")
+        return (f"forward needs what the installed {installed} no longer "
+                f"{'has' if installed != 'libraries' else 'have'}, whatever the inputs "
+                f"({blocker}); run it with the versions it was written for")
+    return (f"forward needs what this machine lacks, whatever the inputs ({blocker}); run "
+            "it where it runs (`--device cuda`)")
 
 
 # What a candidate whose two identical calls differ is refused with.
@@ -256,6 +269,8 @@ def _forward_on_ladder(target: Target, candidate: Inputs, synthesis: Synthesis |
         except Exception as exc:
             raise_if_code_error(exc, "forward")
             error = raised(exc)
+            if synthesis is not None and synthesis.learn_numbers(exc, trial):
+                break
             # (the error's line too: a bare `assert x.dtype == torch.bfloat16`
             # says nothing, its source line does)
             if not _DTYPE_WORDS.search(f"{exc} {error}"):

@@ -306,6 +306,11 @@ class _Parameter:
     given: bool = False  # its value is forward's own default
 
 
+MAX_ENUM_MEMBERS = 4
+# A `max_seqlen` beside packed sequences: the longer one's length.
+LONGEST = _Placeholder("<the longest packed sequence>")
+
+
 class Synthesis:
     """Candidate inputs from forward's signature, most plausible first; it
     learns from the errors of the candidates tried (see `learn`)."""
@@ -322,7 +327,10 @@ class Synthesis:
         positional = [p for p in parameters
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self.tensor_hints = set(tensor_hints)
+        self.numbers: set[str] = set()  # learnt: numbers, whatever else fails
         self.strings = compared_strings(self.forward)
+        self.packed = any(_packing_role(p.name) is not None and p.default is p.empty
+                          for p in positional)
         self.parameters = [self._parameter(p) for p in positional]
         self.rank_hint: int | None = None
         self.shapes: dict[str, tuple[int, ...]] = {}  # learnt from forward's messages
@@ -345,7 +353,8 @@ class Synthesis:
         if annotated is not None and is_bundle(annotated):
             return _Parameter(name, "bundle", [annotated])
         if annotated is not None and issubclass(annotated, enum.Enum):
-            return _Parameter(name, "value", list(annotated)[:1])
+            # every member (a backend choice may have one that runs here)
+            return _Parameter(name, "value", list(annotated)[:MAX_ENUM_MEMBERS])
         if annotated is not None:
             refuse(name, annotated)
         if default is not parameter.empty and default is not None and not hinted:
@@ -354,8 +363,17 @@ class Synthesis:
             # Where forward writes its result when the caller passes one: a
             # made-up buffer would only make that write look like a defect.
             return _Parameter(name, "value", [None], given=True)
+        packing = _packing_role(name)
+        if packing is not None and default is parameter.empty:
+            # Required variable-length offsets (`cu_seqlens`): the main input's
+            # first dimension packs two sequences (what forward takes as
+            # `max_seqlen` follows).
+            return _Parameter(name, packing, optional=True, required=True)
+        if self.packed and default is parameter.empty and _LONGEST_NAME.search(name.lower()):
+            return _Parameter(name, "value", [LONGEST])
         if _OFFSETS.search(name.lower()):
-            # Variable-length offsets (`cu_seqlens`) mean nothing when made up.
+            # Optional variable-length offsets mean nothing when made up: None,
+            # as forward's default (one sequence).
             return _Parameter(name, "value", [None], given=True)
         if _STATE.search(name.lower()) and default in (None, parameter.empty) and \
                 not name.lower().startswith(_BOOL_PREFIXES):  # `output_final_state`: a flag
@@ -380,14 +398,17 @@ class Synthesis:
         if not hinted:
             if name in KNOWN_VALUES:
                 return _Parameter(name, "value", list(KNOWN_VALUES[name]))
-            if annotation in ("<class 'int'>", "int"):
-                return _Parameter(name, "value", [1])
-            if annotation in ("<class 'float'>", "float"):
-                return _Parameter(name, "value", [0.5])
-            if annotation in ("<class 'bool'>", "bool"):
+            members = scalar_annotation(annotation)
+            if members == {"bool"}:
                 return _Parameter(name, "value", [False, True], flag=True)
-            if annotation in ("<class 'str'>", "str"):
+            if members == {"str"}:
                 raise Unsynthesizable(f"`{name}` is a string forward gives meaning to")
+            if members:
+                # `float | None`, `Optional[int]`: None (the usual call) first
+                values = [None] if "None" in members else []
+                values += [_SCALARS[m] for m in ("float", "int") if m in members][:1] or \
+                    ([False, True] if "bool" in members else [])
+                return _Parameter(name, "value", values)
         return _Parameter(name, tensor_role(name))
 
     def learn(self, error: str) -> None:
@@ -406,6 +427,7 @@ class Synthesis:
             # A number where forward wants a tensor: make the guessed numbers tensors.
             for parameter in self.parameters:
                 if parameter.role == "value" and not parameter.given and \
+                        parameter.name not in self.numbers and \
                         any(isinstance(v, float) for v in parameter.values):
                     self.tensor_hints.add(parameter.name)
                     parameter.role = "vector" if tensor_role(parameter.name) == "main" \
@@ -428,6 +450,21 @@ class Synthesis:
         changed = self._leave_out_refused(str(exc), candidate) or changed
         if changed:
             self._start_over(candidate.layout)
+
+    def learn_numbers(self, exc: BaseException, candidate: Inputs) -> bool:
+        """Parameters forward's failing statement uses as numbers, guessed as
+        tensors: numbers from now on. Whether there were any (the error is
+        then about them, not the dtype it may name: "pointer<fp16>")."""
+        names = [n for n in self.demand_reader.numbers(exc, candidate.args)
+                 if n not in self.numbers]
+        for parameter in self.parameters:
+            if parameter.name in names:
+                self.numbers.add(parameter.name)
+                parameter.role, parameter.values = "value", [0.5]
+                parameter.optional = parameter.none_first = False
+        if names:
+            self._start_over(candidate.layout)
+        return bool(names)
 
     def learn_unwritten(self, candidate: Inputs) -> None:
         """A kernel left memory unwritten with this candidate (two identical
@@ -537,6 +574,8 @@ class Synthesis:
                 args.append(self.tensor(parameter.role, layout, position, args))
             elif choice is SINGLE_PROCESS_GROUP:
                 args.append(single_process_group())
+            elif choice is LONGEST:  # the longer of the two packed sequences
+                args.append(layout.main[0] - layout.main[0] // 2)
             else:
                 args.append(choice)
         names = [p.name for p in self.parameters]
@@ -554,6 +593,12 @@ class Synthesis:
             layout = _powers_of_two(layout)
             forced = forced and tuple(POWER_OF_TWO_SIZES.get(n, n) for n in forced)
         main = layout.main
+        if role in ("offsets", "lengths"):
+            # Two sequences packed along the main input's first dimension.
+            total = main[0]
+            first = total // 2
+            values = [0, first, total] if role == "offsets" else [first, total - first]
+            return torch.tensor(values, dtype=torch.int32, device=self.device)
         if role == "index":
             dim = next((a for p, a in zip(self.parameters, earlier, strict=False)
                         if p.name in ("dim", "axis") and isinstance(a, int)), 0)
@@ -621,6 +666,22 @@ def tensor_role(name: str) -> str:
 
 
 _STATE = re.compile(r"(^|_)state$|^h0$|^initial_")
+# Names of forward's variable-length inputs, cumulative (`cu_seqlens`,
+# `seq_offsets`) or per sequence (`seq_lengths`); and of the longest length.
+_CUMULATIVE = re.compile(r"^cu_|offsets?$|^cu_?seqlens")
+_PER_SEQUENCE = re.compile(r"^seq_?lens$|^seq(uence)?_lengths$|^lengths$")
+_LONGEST_NAME = re.compile(r"^max_\w*(len|lens|length|lengths)(_\w)?$")
+
+
+def _packing_role(name: str) -> str | None:
+    lowered = name.lower()
+    if lowered.startswith("max_"):
+        return None
+    if _CUMULATIVE.search(lowered):
+        return "offsets"
+    return "lengths" if _PER_SEQUENCE.search(lowered) else None
+
+
 _OFFSETS = re.compile(r"seqlens|offsets?$|lengths?$|^lens$|_lens$|chunk_indices|seq_idx")
 _RANK = re.compile(r"\(expected (\d)[,)]|\bmust be (\d)D\b|\bexpected (\d)D\b|\b(\d)D tensor")
 
@@ -654,6 +715,34 @@ _OUTPUT_BUFFER = re.compile(r"^(out|output|outputs|result)$|^out_|_out$|_output$
 def is_output_buffer(name: str) -> bool:
     """`out`, `residual_out`, `out_buffer`: a tensor forward writes its result into."""
     return bool(_OUTPUT_BUFFER.search(name.lower()))
+
+
+_SCALARS: dict[str, Any] = {"int": 1, "float": 0.5}
+_ANNOTATION_MEMBER = re.compile(r"^(?:<class'(\w+)'>|(?:builtins\.)?(\w+))$")
+
+
+def scalar_annotation(annotation: str) -> set[str] | None:
+    """The members of an annotation that holds only Python numbers, flags,
+    strings or None (`float`, `float | None`, `Optional[int]`,
+    `typing.Union[int, float]`), by name; None for anything else (a tensor,
+    a class, no annotation)."""
+    text = annotation.replace("typing.", "").replace(" ", "")
+    optional = re.fullmatch(r"Optional\[(.+)\]", text)
+    if optional is not None:
+        text = f"{optional.group(1)}|None"
+    union = re.fullmatch(r"Union\[(.+)\]", text)
+    if union is not None:
+        text = union.group(1).replace(",", "|")
+    members = set()
+    for part in text.split("|"):
+        match = _ANNOTATION_MEMBER.match(part)
+        name = match and (match.group(1) or match.group(2))
+        if name == "NoneType":
+            name = "None"
+        if name not in ("int", "float", "bool", "str", "None"):
+            return None
+        members.add(name)
+    return members if members - {"None"} else None
 
 
 def _names_a_group(lowered: str) -> bool:
