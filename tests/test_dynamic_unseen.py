@@ -390,7 +390,7 @@ def test_a_kernel_scale_guessed_as_a_tensor_becomes_a_number() -> None:
 ])
 def test_an_annotation_of_numbers_is_read_whatever_its_spelling(annotation, members) -> None:
     pytest.importorskip("torch")
-    from autograd_lint.dynamic.inputs import scalar_annotation
+    from autograd_lint.dynamic.parameter_names import scalar_annotation
 
     assert scalar_annotation(annotation) == members
 
@@ -414,3 +414,14 @@ def test_whose_gap_an_error_is(message, guessed, expected) -> None:
     from autograd_lint.dynamic.errors import environmental
 
     assert environmental(message, guessed=guessed) is expected
+
+
+def test_a_check_that_crashes_the_process_costs_only_its_own_verdict() -> None:
+    """On a CPU each Function's checks run in a fork of the module's worker:
+    a crash (SIGSEGV from an interpreted kernel) is that Function's AGD900,
+    and the Functions after it in the module are still checked."""
+    found = _messages(str(UNSEEN / "crash_in_check.py"))
+    (code, message), = found["CrashesWhenCalled"]
+    assert code == "AGD900" and "its check was killed by SIGSEGV" in message
+    assert [code for code, _ in found["WrongAfterACrash"]] == ["AGD001"]
+    assert "Doubled" not in found

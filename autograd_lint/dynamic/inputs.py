@@ -31,37 +31,30 @@ from .bundles import annotated_class, build, is_bundle, refuse
 from .demands import DemandReader
 from .errors import Unsynthesizable
 from .literals import compared_strings
+from .number_uses import numbers_wanted
+from .parameter_names import (
+    BOOL_PREFIXES,
+    INDEX_NAMES,
+    KNOWN_VALUES,
+    LONGEST,
+    LONGEST_NAME,
+    OFFSETS_NAME,
+    SCALARS,
+    SINGLE_PROCESS_GROUP,
+    STATE_NAME,
+    TENSOR_NAMES,
+    classify,
+    is_output_buffer,
+    names_a_group,
+    packing_role,
+    scalar_annotation,
+    tensor_role,
+)
 from .process_group import is_process_group, single_process_group
 from .signatures import forward_of, forward_parameters
 
 RECORDED, DECLARED, SYNTHESIZED = "recorded", "declared", "synthesized"
 
-# Values for well-known non-tensor parameter names, most likely first.
-KNOWN_VALUES: dict[str, tuple[Any, ...]] = {
-    "dim": (-1, 0), "axis": (-1, 0), "dims": ((-1,),), "start_dim": (0,), "end_dim": (-1,),
-    "stride": (1,), "padding": (0,), "dilation": (1,), "groups": (1,), "kernel_size": (1,),
-    "output_padding": (0,), "eps": (1e-5,), "epsilon": (1e-5,), "p": (0.5, 2), "alpha": (1.0,),
-    "beta": (1.0,), "gamma": (1.0,), "momentum": (0.1,), "negative_slope": (0.01,),
-    "lambd": (0.5,), "threshold": (0.5,), "min": (0.0,), "max": (1.0,), "temperature": (1.0,),
-    "training": (False,), "inplace": (False,), "keepdim": (False,), "descending": (False,),
-    "causal": (False,), "transpose": (False,), "reduction": ("mean", "sum", "none"),
-    "num_groups": (1,), "chunks": (1,), "idx": (0,), "affine": (True, False),
-    "elementwise_affine": (True, False), "bidirectional": (False,), "deterministic": (True,),
-    "scale": (2.0,), "factor": (2.0,), "exponent": (2.0,), "power": (2.0,),
-    "ignore_index": (-100,), "label_smoothing": (0.0,), "offset": (0.0,),
-}
-# Parameters that are index tensors: the identity permutation along `dim` is
-# always valid, and is its own inverse.
-INDEX_NAMES = frozenset({"index", "indices", "ind", "inds", "ind_inv", "perm", "permutation",
-                         "inverse", "inv_perm", "order"})
-# Optional parameters that are usually tensors (`bias=None`).
-TENSOR_NAMES = frozenset({"bias", "weight", "mask", "attn_mask", "residual", "scale_tensor",
-                          "gamma", "beta", "grad", "other", "target", "weights"})
-LABEL_NAMES = frozenset({"labels", "label", "input_ids", "token_ids", "ids", "classes",
-                         "completion_ids", "selected_token_ids", "shift_labels"})
-TARGET_NAMES = frozenset({"target", "targets", "y_true", "y"})
-VECTOR_NAMES = frozenset({"bias", "b", "gamma", "beta", "alpha", "scale", "shift", "w", "weight"})
-TABLE_PREFIXES = ("cos", "sin", "freq", "rotary", "rope", "position_embedding")
 
 # The sizes synthesis gives dimensions (distinct, none of them 1).
 ROWS, HIDDEN, VOCAB = 3, 4, 5
@@ -260,34 +253,6 @@ def recorded(cls: type, calls: list[dict[str, Any]], device: torch.device) -> li
 # ---------------------------------------------------------------------------
 # Synthesis
 # ---------------------------------------------------------------------------
-class _Placeholder:
-    """A value made only when a candidate is built (it has side effects)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-SINGLE_PROCESS_GROUP = _Placeholder("<one-process group>")
-
-
-# Parameters that are not tensors and cannot be made up: a guessed tensor there
-# would only produce findings about the guess.
-CALLABLE_NAMES = frozenset({"func", "fn", "function", "run_function", "callback", "closure",
-                            "forward_fn", "backward_fn", "hook", "op", "kernel", "f"})
-OBJECT_NAMES = frozenset({"module", "model", "layer", "layers", "portal", "config", "cfg",
-                          "options", "opts", "optimizer", "handle",
-                          "stream", "context", "comm", "communicator", "mesh", "device_mesh",
-                          "tokenizer", "cache", "state", "manager", "policy", "self"})
-# Process groups: a one-process group stands in (collectives are the identity).
-GROUP_NAMES = frozenset({"group", "process_group", "pg"})
-_BOOL_PREFIXES = ("is_", "use_", "has_", "enable_", "do_", "apply_", "return_", "need_",
-                  "should_", "with_", "allow_", "output_")
-_INT_PREFIXES = ("num_", "n_")
-_EPSILON = re.compile(r"(^|_)eps(ilon)?($|_)")
-_INT_SUFFIXES = ("_size", "_dim", "_len", "_rank", "_idx", "_id", "_count", "_heads")
 
 
 @dataclass
@@ -307,8 +272,6 @@ class _Parameter:
 
 
 MAX_ENUM_MEMBERS = 4
-# A `max_seqlen` beside packed sequences: the longer one's length.
-LONGEST = _Placeholder("<the longest packed sequence>")
 
 
 class Synthesis:
@@ -329,7 +292,7 @@ class Synthesis:
         self.tensor_hints = set(tensor_hints)
         self.numbers: set[str] = set()  # learnt: numbers, whatever else fails
         self.strings = compared_strings(self.forward)
-        self.packed = any(_packing_role(p.name) is not None and p.default is p.empty
+        self.packed = any(packing_role(p.name) is not None and p.default is p.empty
                           for p in positional)
         self.parameters = [self._parameter(p) for p in positional]
         self.rank_hint: int | None = None
@@ -363,23 +326,23 @@ class Synthesis:
             # Where forward writes its result when the caller passes one: a
             # made-up buffer would only make that write look like a defect.
             return _Parameter(name, "value", [None], given=True)
-        packing = _packing_role(name)
+        packing = packing_role(name)
         if packing is not None and default is parameter.empty:
             # Required variable-length offsets (`cu_seqlens`): the main input's
             # first dimension packs two sequences (what forward takes as
             # `max_seqlen` follows).
             return _Parameter(name, packing, optional=True, required=True)
-        if self.packed and default is parameter.empty and _LONGEST_NAME.search(name.lower()):
+        if self.packed and default is parameter.empty and LONGEST_NAME.search(name.lower()):
             return _Parameter(name, "value", [LONGEST])
-        if _OFFSETS.search(name.lower()):
+        if OFFSETS_NAME.search(name.lower()):
             # Optional variable-length offsets mean nothing when made up: None,
             # as forward's default (one sequence).
             return _Parameter(name, "value", [None], given=True)
-        if _STATE.search(name.lower()) and default in (None, parameter.empty) and \
-                not name.lower().startswith(_BOOL_PREFIXES):  # `output_final_state`: a flag
+        if STATE_NAME.search(name.lower()) and default in (None, parameter.empty) and \
+                not name.lower().startswith(BOOL_PREFIXES):  # `output_final_state`: a flag
             return _Parameter(name, tensor_role(name), optional=True, none_first=True,
                               required=default is parameter.empty)
-        if default is None and not hinted and _names_a_group(name.lower()):
+        if default is None and not hinted and names_a_group(name.lower()):
             # `group=None` means the default group, which a check has not set
             # up: a one-process group of its own instead.
             return _Parameter(name, "value", [SINGLE_PROCESS_GROUP])
@@ -390,7 +353,7 @@ class Synthesis:
         if not hinted and default is parameter.empty and self.strings.get(name):
             return _Parameter(name, "value", self.strings[name])
         if not hinted and default is parameter.empty:
-            classified = _classify(name)
+            classified = classify(name)
             if classified is not None:
                 return _Parameter(name, "value", classified, flag=classified == [False, True])
         if name in INDEX_NAMES:
@@ -406,7 +369,7 @@ class Synthesis:
             if members:
                 # `float | None`, `Optional[int]`: None (the usual call) first
                 values = [None] if "None" in members else []
-                values += [_SCALARS[m] for m in ("float", "int") if m in members][:1] or \
+                values += [SCALARS[m] for m in ("float", "int") if m in members][:1] or \
                     ([False, True] if "bool" in members else [])
                 return _Parameter(name, "value", values)
         return _Parameter(name, tensor_role(name))
@@ -455,7 +418,7 @@ class Synthesis:
         """Parameters forward's failing statement uses as numbers, guessed as
         tensors: numbers from now on. Whether there were any (the error is
         then about them, not the dtype it may name: "pointer<fp16>")."""
-        names = [n for n in self.demand_reader.numbers(exc, candidate.args)
+        names = [n for n in numbers_wanted(self.demand_reader, exc, candidate.args)
                  if n not in self.numbers]
         for parameter in self.parameters:
             if parameter.name in names:
@@ -645,44 +608,6 @@ def float_tensor(shape: tuple[int, ...], position: int, device: torch.device) ->
     return values.to(device).requires_grad_(True)
 
 
-def tensor_role(name: str) -> str:
-    lowered = name.lower().lstrip("_")
-    if lowered in INDEX_NAMES:
-        return "index"
-    if lowered in LABEL_NAMES or lowered.endswith(("_ids", "_labels", "_index")):
-        return "labels"
-    if lowered in TARGET_NAMES:
-        return "target"
-    if "mask" in lowered:
-        return "mask"
-    if lowered.startswith(TABLE_PREFIXES):
-        return "table"
-    if lowered in VECTOR_NAMES or lowered.endswith(("_bias", "_scale", "_shift")) or \
-            lowered.startswith(("bias", "gamma", "beta")):
-        return "weight" if lowered in ("w", "weight") else "vector"
-    if "weight" in lowered or lowered.endswith(("_proj", "_w")):
-        return "weight"
-    return "main"
-
-
-_STATE = re.compile(r"(^|_)state$|^h0$|^initial_")
-# Names of forward's variable-length inputs, cumulative (`cu_seqlens`,
-# `seq_offsets`) or per sequence (`seq_lengths`); and of the longest length.
-_CUMULATIVE = re.compile(r"^cu_|offsets?$|^cu_?seqlens")
-_PER_SEQUENCE = re.compile(r"^seq_?lens$|^seq(uence)?_lengths$|^lengths$")
-_LONGEST_NAME = re.compile(r"^max_\w*(len|lens|length|lengths)(_\w)?$")
-
-
-def _packing_role(name: str) -> str | None:
-    lowered = name.lower()
-    if lowered.startswith("max_"):
-        return None
-    if _CUMULATIVE.search(lowered):
-        return "offsets"
-    return "lengths" if _PER_SEQUENCE.search(lowered) else None
-
-
-_OFFSETS = re.compile(r"seqlens|offsets?$|lengths?$|^lens$|_lens$|chunk_indices|seq_idx")
 _RANK = re.compile(r"\(expected (\d)[,)]|\bmust be (\d)D\b|\bexpected (\d)D\b|\b(\d)D tensor")
 
 
@@ -707,66 +632,6 @@ def _shapes_in(error: str) -> list[tuple[str, tuple[int, ...]]]:
             if sizes is not None else ()
         found.extend((word, shape) for word in reversed(match.group(1).split()))
     return found
-
-
-_OUTPUT_BUFFER = re.compile(r"^(out|output|outputs|result)$|^out_|_out$|_output$")
-
-
-def is_output_buffer(name: str) -> bool:
-    """`out`, `residual_out`, `out_buffer`: a tensor forward writes its result into."""
-    return bool(_OUTPUT_BUFFER.search(name.lower()))
-
-
-_SCALARS: dict[str, Any] = {"int": 1, "float": 0.5}
-_ANNOTATION_MEMBER = re.compile(r"^(?:<class'(\w+)'>|(?:builtins\.)?(\w+))$")
-
-
-def scalar_annotation(annotation: str) -> set[str] | None:
-    """The members of an annotation that holds only Python numbers, flags,
-    strings or None (`float`, `float | None`, `Optional[int]`,
-    `typing.Union[int, float]`), by name; None for anything else (a tensor,
-    a class, no annotation)."""
-    text = annotation.replace("typing.", "").replace(" ", "")
-    optional = re.fullmatch(r"Optional\[(.+)\]", text)
-    if optional is not None:
-        text = f"{optional.group(1)}|None"
-    union = re.fullmatch(r"Union\[(.+)\]", text)
-    if union is not None:
-        text = union.group(1).replace(",", "|")
-    members = set()
-    for part in text.split("|"):
-        match = _ANNOTATION_MEMBER.match(part)
-        name = match and (match.group(1) or match.group(2))
-        if name == "NoneType":
-            name = "None"
-        if name not in ("int", "float", "bool", "str", "None"):
-            return None
-        members.add(name)
-    return members if members - {"None"} else None
-
-
-def _names_a_group(lowered: str) -> bool:
-    return lowered in GROUP_NAMES or lowered.endswith(("_group", "_pg"))
-
-
-def _classify(name: str) -> list[Any] | None:
-    """Candidates from the shape of a parameter's name, or None (a tensor)."""
-    lowered = name.lower()
-    if lowered in CALLABLE_NAMES or lowered.endswith(("_fn", "_func", "_function", "_hook")):
-        raise Unsynthesizable(f"`{name}` looks like a callable")
-    if _names_a_group(lowered):
-        return [SINGLE_PROCESS_GROUP]
-    if lowered in OBJECT_NAMES or lowered.endswith(("_module", "_config", "_model")):
-        raise Unsynthesizable(f"`{name}` looks like an object, not a tensor")
-    if lowered.startswith(_BOOL_PREFIXES) or lowered.endswith(("_flag", "_first")) or \
-            lowered in ("in_place", "inplace"):
-        return [False, True]
-    if _EPSILON.search(lowered):
-        return [0.1]  # `rms_eps`, `eps_low`: a tolerance or a clip range, never a tensor
-    if lowered.startswith(_INT_PREFIXES) or lowered.endswith(_INT_SUFFIXES) or \
-            lowered in ("rank", "world_size", "size", "length", "seq_len", "heads", "head_dim"):
-        return [1, 2]
-    return None
 
 
 def argument_of_gradient(args: tuple[Any, ...], index: int) -> int:

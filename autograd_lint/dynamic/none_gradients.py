@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from .inputs import RECORDED, Inputs, tensor_role
+from .inputs import RECORDED, Inputs
+from .parameter_names import tensor_role
 from .probing import floating_outputs, fresh, unit_backward
 from .target import Target
 

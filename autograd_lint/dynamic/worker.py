@@ -398,36 +398,123 @@ def main(request_path: str, result_path: str) -> int:
         stand_ins.allocations_on_cpu(torch, _own_modules(request["import_root"], module))
     stand_ins.take()  # what importing asked is no Function's
 
-    from .checks import NotChecked, first_line
-    from .errors import out_of_memory
-
     torch.manual_seed(0)
+    device = torch.device(device_name, gpu) if device_name == "cuda" else torch.device(device_name)
     for spec in request["functions"]:
         entry: dict[str, Any] = {"findings": [], "reason": None, "inputs": None}
         result["functions"][spec["key"]] = entry
-        try:
-            device = torch.device(device_name, gpu) if device_name == "cuda" else \
-                torch.device(device_name)
-            if request.get("purpose") == "plan":
-                _plan_test(spec, module, device, known_ops, stand_ins, request, entry)
-            elif spec.get("op"):
-                _check_op(spec, module, device, known_ops, stand_ins, request, entry)
-            else:
-                _check_function(spec, module, device, stand_ins, request, entry)
-            entry["context"] = imported + _stood_in(stand_ins.take())
-        except NotChecked as exc:
-            entry["reason"] = str(exc)
-        except BaseException as exc:  # sys.exit and friends from user code
-            if out_of_memory(exc):  # MemoryError, or torch's allocators failing
-                entry["reason"] = "ran out of memory"
-            elif isinstance(exc, SystemExit):
-                entry["reason"] = f"the Function called sys.exit({exc.code!r})"
-            elif isinstance(exc, KeyboardInterrupt):
-                raise
-            else:
-                entry["reason"] = f"checking raised {first_line(exc)}"
+
+        def check(spec: dict[str, Any] = spec, entry: dict[str, Any] = entry) -> None:
+            _check_target(spec, module, device, known_ops, stand_ins, request, entry, imported)
+
+        if device.type == "cpu" and hasattr(os, "fork"):
+            _check_in_child(check, entry)
+        else:  # a CUDA context does not survive a fork
+            check()
         _write(result_path, result)
     return 0
+
+
+def _collect_child(pid: int, reader: int) -> tuple[bytes, int]:
+    """What the child wrote, and its wait status. Not read to the end of the
+    pipe: processes the checked code forked hold its write end open."""
+    import select
+
+    chunks = []
+    status = None
+    while status is None:
+        ready, _, _ = select.select([reader], [], [], 0.05)
+        if ready:
+            chunk = os.read(reader, 65536)
+            if chunk:
+                chunks.append(chunk)
+                continue
+        done, wait_status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = wait_status
+    os.set_blocking(reader, False)
+    while True:  # what the child wrote just before it exited
+        try:
+            chunk = os.read(reader, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks), status
+
+
+def _check_target(spec: dict[str, Any], module: Any, device: Any, known_ops: set[str],
+                  stand_ins: Any, request: dict[str, Any], entry: dict[str, Any],
+                  imported: list[str]) -> None:
+    """One Function's or op's checks (or test plan), into `entry`."""
+    from .checks import NotChecked, first_line
+    from .errors import out_of_memory
+
+    try:
+        if request.get("purpose") == "plan":
+            _plan_test(spec, module, device, known_ops, stand_ins, request, entry)
+        elif spec.get("op"):
+            _check_op(spec, module, device, known_ops, stand_ins, request, entry)
+        else:
+            _check_function(spec, module, device, stand_ins, request, entry)
+        entry["context"] = imported + _stood_in(stand_ins.take())
+    except NotChecked as exc:
+        entry["reason"] = str(exc)
+    except BaseException as exc:  # sys.exit and friends from user code
+        if out_of_memory(exc):  # MemoryError, or torch's allocators failing
+            entry["reason"] = "ran out of memory"
+        elif isinstance(exc, SystemExit):
+            entry["reason"] = f"the Function called sys.exit({exc.code!r})"
+        elif isinstance(exc, KeyboardInterrupt):
+            raise
+        else:
+            entry["reason"] = f"checking raised {first_line(exc)}"
+
+
+def _check_in_child(check: Any, entry: dict[str, Any]) -> None:
+    """Run one target's checks in a forked child of the worker: a kernel that
+    crashes the process (Triton's interpreter writing out of bounds for a
+    guessed shape) costs that target its verdict, not every other target of
+    the module. Each target starts from the module as imported, and from
+    the same random state."""
+    import signal
+
+    reader, writer = os.pipe()
+    worker = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the pipe, never return
+        os.close(reader)
+        status = 1
+        try:
+            from .guardian import die_with_parent
+
+            die_with_parent(worker)
+            import torch
+
+            torch.set_num_threads(1)  # the worker's thread pool did not come across the fork
+            check()
+            with os.fdopen(writer, "wb") as handle:
+                handle.write(json.dumps(entry).encode("utf-8"))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writer)
+    try:
+        payload, status = _collect_child(pid, reader)
+    finally:
+        os.close(reader)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+        try:
+            entry.update(json.loads(payload.decode("utf-8")))
+            return
+        except ValueError:
+            pass
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        entry["reason"] = f"its check was killed by {name}"
+    else:
+        entry["reason"] = "its check ended without a result"
 
 
 if __name__ == "__main__":
