@@ -425,3 +425,31 @@ def test_a_check_that_crashes_the_process_costs_only_its_own_verdict() -> None:
     assert code == "AGD900" and "its check was killed by SIGSEGV" in message
     assert [code for code, _ in found["WrongAfterACrash"]] == ["AGD001"]
     assert "Doubled" not in found
+
+
+def test_a_backward_whose_own_runs_differ_is_not_blamed_on_a_layout() -> None:
+    """AGD014 compares backward on a strided gradient with a contiguous one;
+    when two contiguous runs already differ (an interpreted kernel reading
+    past its buffer), no layout is at fault."""
+    torch = pytest.importorskip("torch")
+    from autograd_lint.dynamic.grad_layouts import check_noncontiguous_grad_output
+    from autograd_lint.dynamic.inputs import SYNTHESIZED, Inputs
+    from autograd_lint.dynamic.target import Target
+
+    calls = [0]
+
+    class NoisyBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            calls[0] += 1
+            return grad.contiguous() * 2 + 1e-2 * calls[0]
+
+    target = Target(NoisyBackward, False, False, False, torch.device("cpu"))
+    x = torch.rand(3, 4, dtype=torch.float64, requires_grad=True)
+    check_noncontiguous_grad_output(target, Inputs((x,), ["x"], SYNTHESIZED))
+    assert calls[0] >= 2  # the probe ran backward
+    assert [f for f in target.findings if f["code"] == "AGD014"] == []

@@ -114,8 +114,13 @@ def check_noncontiguous_grad_output(target: Target, inputs: Inputs) -> None:
     try:
         incoming = _incoming(target, inputs)
         reference = _backward(target, inputs, [g.clone() for g in incoming])
+        again = _backward(target, inputs, [g.clone() for g in incoming])
     except Exception:
         return  # the contiguous run fails: other probes' question
+    if _compare(target, inputs, reference, again) is not None:
+        # Two contiguous runs already differ (an interpreted kernel reading
+        # past its buffer for this shape): no layout can be blamed.
+        return
     generator = torch.Generator(device="cpu").manual_seed(12)
     failures: list[tuple[str, str]] = []
     for layout in LAYOUTS:
