@@ -453,3 +453,11 @@ def test_a_backward_whose_own_runs_differ_is_not_blamed_on_a_layout() -> None:
     check_noncontiguous_grad_output(target, Inputs((x,), ["x"], SYNTHESIZED))
     assert calls[0] >= 2  # the probe ran backward
     assert [f for f in target.findings if f["code"] == "AGD014"] == []
+
+
+def test_a_saved_nan_left_as_it_was_is_not_a_write() -> None:
+    """AGD007 compares saved tensors before and after backward: a NaN that
+    stays NaN is unchanged (NaN != NaN for `torch.equal`)."""
+    found = _messages(str(UNSEEN / "saved_nan.py"))
+    assert "SavesNaNStatistic" not in found
+    assert [code for code, _ in found["WritesSavedStatistic"]] == ["AGD007"]
