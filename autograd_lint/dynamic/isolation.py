@@ -29,17 +29,13 @@ def run_isolated(target: Target, probe: Callable[[], None],
         probe()
         return True
     before = len(target.findings)
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report through the pipe, never return
-        os.close(reader)
-        _child(target, probe, before, writer)
-    os.close(writer)
-    try:
-        data, finished = _collect(pid, reader, seconds)
-    finally:
-        os.close(reader)
-    if not finished:
+
+    def work() -> bytes:
+        probe()
+        return json.dumps(target.findings[before:]).encode("utf-8")
+
+    data, status = run_forked(work, seconds)
+    if not exited_cleanly(status):
         return False
     try:
         target.findings.extend(json.loads(data.decode("utf-8")))
@@ -48,14 +44,37 @@ def run_isolated(target: Target, probe: Callable[[], None],
     return True
 
 
-def _child(target: Target, probe: Callable[[], None], before: int, writer: int) -> None:
+def run_forked(work: Callable[[], bytes], seconds: float | None = None
+               ) -> tuple[bytes, int | None]:
+    """Run `work` in a forked child that dies with this process; what it
+    returned, and its wait status (None: killed at the deadline)."""
+    reader, writer = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the pipe, never return
+        os.close(reader)
+        _child(work, writer, parent)
+    os.close(writer)
+    try:
+        return _collect(pid, reader, seconds)
+    finally:
+        os.close(reader)
+
+
+def exited_cleanly(status: int | None) -> bool:
+    return status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def _child(work: Callable[[], bytes], writer: int, parent: int) -> None:
     status = 1
     try:
         import torch
 
+        from .guardian import die_with_parent
+
+        die_with_parent(parent)
         torch.set_num_threads(1)  # the parent's thread pool did not come across the fork
-        probe()
-        payload = json.dumps(target.findings[before:]).encode("utf-8")
+        payload = work()
         with os.fdopen(writer, "wb") as handle:
             handle.write(payload)
         status = 0
@@ -63,21 +82,33 @@ def _child(target: Target, probe: Callable[[], None], before: int, writer: int) 
         os._exit(status)
 
 
-def _collect(pid: int, reader: int, seconds: float) -> tuple[bytes, bool]:
-    """What the child wrote, and whether it exited normally in time."""
-    deadline = time.monotonic() + seconds
+def _collect(pid: int, reader: int, seconds: float | None) -> tuple[bytes, int | None]:
+    """What the child wrote, and its wait status once it exits (None: killed
+    at the deadline). Read until the child exits, not to the end of the
+    pipe: processes the checked code forked hold its write end open."""
+    deadline = None if seconds is None else time.monotonic() + seconds
     chunks = []
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
+        if deadline is not None and time.monotonic() >= deadline:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            return b"", False
-        ready, _, _ = select.select([reader], [], [], min(left, 1.0))
+            return b"", None
+        ready, _, _ = select.select([reader], [], [], 0.05)
         if ready:
             chunk = os.read(reader, 65536)
-            if not chunk:
-                break  # the child closed the pipe: it is exiting
-            chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
-    return b"".join(chunks), os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+            if chunk:
+                chunks.append(chunk)
+                continue
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+    os.set_blocking(reader, False)
+    while True:  # what the child wrote just before it exited
+        try:
+            chunk = os.read(reader, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks), status

@@ -415,35 +415,6 @@ def main(request_path: str, result_path: str) -> int:
     return 0
 
 
-def _collect_child(pid: int, reader: int) -> tuple[bytes, int]:
-    """What the child wrote, and its wait status. Not read to the end of the
-    pipe: processes the checked code forked hold its write end open."""
-    import select
-
-    chunks = []
-    status = None
-    while status is None:
-        ready, _, _ = select.select([reader], [], [], 0.05)
-        if ready:
-            chunk = os.read(reader, 65536)
-            if chunk:
-                chunks.append(chunk)
-                continue
-        done, wait_status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = wait_status
-    os.set_blocking(reader, False)
-    while True:  # what the child wrote just before it exited
-        try:
-            chunk = os.read(reader, 65536)
-        except BlockingIOError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    return b"".join(chunks), status
-
-
 def _check_target(spec: dict[str, Any], module: Any, device: Any, known_ops: set[str],
                   stand_ins: Any, request: dict[str, Any], entry: dict[str, Any],
                   imported: list[str]) -> None:
@@ -480,37 +451,20 @@ def _check_in_child(check: Any, entry: dict[str, Any]) -> None:
     the same random state."""
     import signal
 
-    reader, writer = os.pipe()
-    worker = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # the child: report through the pipe, never return
-        os.close(reader)
-        status = 1
-        try:
-            from .guardian import die_with_parent
+    from .isolation import exited_cleanly, run_forked
 
-            die_with_parent(worker)
-            import torch
+    def work() -> bytes:
+        check()
+        return json.dumps(entry).encode("utf-8")
 
-            torch.set_num_threads(1)  # the worker's thread pool did not come across the fork
-            check()
-            with os.fdopen(writer, "wb") as handle:
-                handle.write(json.dumps(entry).encode("utf-8"))
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(writer)
-    try:
-        payload, status = _collect_child(pid, reader)
-    finally:
-        os.close(reader)
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+    payload, status = run_forked(work)
+    if exited_cleanly(status):
         try:
             entry.update(json.loads(payload.decode("utf-8")))
             return
         except ValueError:
             pass
-    if os.WIFSIGNALED(status):
+    if status is not None and os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
         entry["reason"] = f"its check was killed by {name}"
     else:
