@@ -461,3 +461,70 @@ def test_a_saved_nan_left_as_it_was_is_not_a_write() -> None:
     found = _messages(str(UNSEEN / "saved_nan.py"))
     assert "SavesNaNStatistic" not in found
     assert [code for code, _ in found["WritesSavedStatistic"]] == ["AGD007"]
+
+
+def test_a_kernel_reading_past_its_input_for_a_made_up_shape_is_not_blamed() -> None:
+    """A kernel without a mask, written for hidden sizes its block divides,
+    reads the next rows and past the end of `x` on a made-up size: its
+    forward is then wrong for a shape outside its contract. Synthesis lays
+    NaN around each input, sees it in the results, and moves on to
+    power-of-two sizes; a backward wrong on those is still found."""
+    pytest.importorskip("triton")
+    found = _messages(str(UNSEEN / "unmasked_rows.py"))
+    assert "BlockRMSNorm" not in found
+    (code, message), = found["BlockRMSNormWrong"]
+    assert code == "AGD001" and "x=float64[8, 16]" in message
+
+
+def test_a_result_that_changes_with_what_lies_around_an_input_is_seen() -> None:
+    """The probe behind the test above, on a Function that reads one element
+    past its input: NaN laid there shows in its output."""
+    torch = pytest.importorskip("torch")
+    from autograd_lint.dynamic.probing import reads_past_inputs, repeatable
+    from autograd_lint.dynamic.target import Target
+
+    class NextElement(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            flat = x.reshape(-1)
+            beyond = flat.as_strided((flat.numel(),), (1,), flat.storage_offset() + 1)
+            return beyond.view(x.shape) * 1.0
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    class SameElement(NextElement):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+    x = torch.rand(3, 4, dtype=torch.float64, requires_grad=True)
+    same = Target(SameElement, False, False, False, torch.device("cpu"))
+    reference = repeatable(same, (x,))
+    assert reference is not None and not reads_past_inputs(same, (x,), reference)
+    # (NextElement cannot run on a plain copy: the results it would give
+    # where the element past `x` is a number stand in for its own.)
+    beyond = Target(NextElement, False, False, False, torch.device("cpu"))
+    assert reads_past_inputs(beyond, (x,), reference)
+
+
+def test_a_forward_computing_in_bf16_inside_is_no_gradcheck_verdict() -> None:
+    """A forward that returns float32 but rounds its operands to bf16 inside
+    is judged float32; gradcheck's float32-sized step then measures its
+    rounding. Finite differences that do not settle between two steps are
+    no verdict; a float32 forward with a wrong backward is still AGD001."""
+    found = _messages(str(UNSEEN / "half_inside.py"))
+    (code, message), = found["Bf16Product"]
+    assert code == "AGD900" and "finite differences do not settle" in message
+    assert [code for code, _ in found["Float32ProductWrong"]] == ["AGD001"]
+
+
+def test_a_guess_read_only_in_its_leading_block_is_made_smaller() -> None:
+    """A kernel reads `B` by its strides with the rank taken from `A`: a `B`
+    guessed wider is read in its leading columns only, so backward's
+    narrower gradient says the guess was too large (no AGD004)."""
+    found = _messages(str(UNSEEN / "rank_from_another.py"))
+    assert "LoRADelta" not in found
+    (code, message), = found["LoRADeltaWrong"]
+    assert code == "AGD001" and "B=float64[3, 3]" in message

@@ -12,8 +12,9 @@ what disagrees is the change's doing:
 - each of the first few sizes of the tensor inputs cut to 1, and the largest
   power-of-two size cut by one (the inputs narrowed, values kept): a
   gradcheck that fails there is AGD001, noted with the shape. A shape the
-  Function refuses (it raises), or on which its results are not repeatable
-  or finite, is no verdict;
+  Function refuses (it raises), or on which its results are not repeatable,
+  not finite, or change with what lies past the ends of its inputs, is no
+  verdict;
 - the floating inputs of two or more dimensions transposed in memory (same
   values, other strides): outputs or gradients that differ from the
   contiguous inputs' are AGD001.
@@ -33,7 +34,14 @@ from .errors import first_line
 from .gradcheck import run_gradcheck
 from .inputs import Inputs
 from .isolation import PROBE_SECONDS, run_isolated
-from .probing import fresh, identical, repeatable, transposed_in_memory, unit_results
+from .probing import (
+    fresh,
+    identical,
+    reads_past_inputs,
+    repeatable,
+    transposed_in_memory,
+    unit_results,
+)
 from .target import Target
 from .verdicts import gradcheck_failure
 
@@ -139,12 +147,16 @@ def _check_variant(target: Target, variant: Inputs, note: str) -> None:
 
 
 def _works(target: Target, inputs: Inputs) -> bool:
-    """forward and backward run, twice alike, with finite results."""
+    """forward and backward run, twice alike, with finite results that do
+    not change with what lies past the ends of the inputs (a cut shape is
+    made up: a kernel whose blocks do not divide it may read there)."""
     try:
         results = repeatable(target, inputs.args)
+        return results is not None and \
+            all(bool(torch.isfinite(t).all()) for t in results) and \
+            not reads_past_inputs(target, inputs.args, results)
     except Exception:
         return False
-    return results is not None and all(bool(torch.isfinite(t).all()) for t in results)
 
 
 def _check_strided(target: Target, inputs: Inputs) -> None:

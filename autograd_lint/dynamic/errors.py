@@ -10,6 +10,7 @@ need). `first_line` is the one line an exception is reported as;
 from __future__ import annotations
 
 import re
+from typing import Any
 
 
 class NotChecked(Exception):
@@ -42,12 +43,37 @@ class Raised(str):
     with its place."""
 
     where: str = ""
+    # How far into a function the call got before it raised: the function's
+    # line the error left it from, then how many calls deeper it was raised
+    # ((0, 0): not inside the function).
+    reach: tuple[int, int] = (0, 0)
 
 
-def raised(exc: BaseException) -> Raised:
+def raised(exc: BaseException, within: Any = None) -> Raised:
+    """The error, where it was raised and (with `within`, a function) how
+    far into that function the call got."""
     text = Raised(first_line(exc))
     text.where = raised_at(exc)
+    if within is not None:
+        text.reach = reach_in(exc, within)
     return text
+
+
+def reach_in(exc: BaseException, function: Any) -> tuple[int, int]:
+    """(line, depth): the line of `function` the traceback left it from and
+    the frames below that; (0, 0) when the traceback never entered it."""
+    import inspect
+
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    reach = (0, 0)
+    traceback = exc.__traceback__
+    while traceback is not None:
+        if traceback.tb_frame.f_code is code:
+            reach = (traceback.tb_lineno, 0)
+        elif reach != (0, 0):
+            reach = (reach[0], reach[1] + 1)
+        traceback = traceback.tb_next
+    return reach
 
 
 def raised_at(exc: BaseException, root: str = "") -> str:

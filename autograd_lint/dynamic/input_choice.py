@@ -31,6 +31,7 @@ from .probing import (
     first_forward,
     fresh,
     identical,
+    reads_past_inputs,
     repeatable,
     tensors_of,
     unit_backward,
@@ -113,8 +114,8 @@ def synthesize(target: Target) -> Inputs:
     except Unsynthesizable as exc:
         raise NotChecked(f"cannot synthesize inputs: {exc}") from None
     if fallback is not None and narrow is None and \
-            any(e.startswith(UNWRITTEN) for e in errors):
-        # Backward took another candidate (its results were not repeatable):
+            any(e.startswith((UNWRITTEN, READS_PAST)) for e in errors):
+        # Backward took another candidate (its results depend on memory):
         # the error of the one forward alone takes may be about its guess.
         fallback = None
     if narrow is not None or fallback is not None:
@@ -125,16 +126,24 @@ def synthesize(target: Target) -> Inputs:
     lacking = next((e for e in errors if environmental(e, guessed=True)), None)
     if lacking is not None:  # a gap no guess gets past, however far the others got
         raise NotChecked(_lacking(lacking))
-    unwritten = next((e for e in errors if e.startswith(UNWRITTEN)), None)
+    unwritten = next((e for e in errors if e.startswith((UNWRITTEN, READS_PAST))), None)
     if unwritten is not None:
         raise NotChecked(f"{unwritten} on the inputs tried, so the checks cannot compare "
                          "what it computes; declare inputs it covers with "
                          "`@example_inputs(...)`")
     same = _same_everywhere(errors)
-    tried = f"every try: {same}{same.where}" if same is not None else f"last try: {last}"
+    tried = f"every try: {same}{same.where}" if same is not None else \
+        f"furthest try: {_furthest(errors)}"
     raise NotChecked(f"could not build inputs forward accepts ({tried}); declare "
                      "them with `@example_inputs(...)`, a `gradcheck_inputs` staticmethod, or "
                      "record the project's own calls (`pytest --autograd-record`)")
+
+
+def _furthest(errors: list[str]) -> str:
+    """The error of the candidate that got furthest into forward (the last
+    of those that got as far): "not enough values to unpack" from forward's
+    first line says little once a later candidate got past it."""
+    return max(reversed(errors), key=lambda error: getattr(error, "reach", (0, 0)))
 
 
 def _lacking(error: str) -> str:
@@ -150,8 +159,10 @@ def _lacking(error: str) -> str:
             "it where it runs (`--device cuda`)")
 
 
-# What a candidate whose two identical calls differ is refused with.
+# What a candidate whose two identical calls differ is refused with, and one
+# whose results change with what lies next to its inputs in memory.
 UNWRITTEN = "identical calls give different results"
+READS_PAST = "forward or backward reads past the ends of its inputs"
 # Candidates that fail the same way, at the same place, before a blocker is
 # named as such (fewer: the guesses, not the code, may be what fails).
 _SAME_MIN_TRIES = 4
@@ -202,12 +213,8 @@ def _accept(target: Target, candidate: Inputs, synthesis: Synthesis | None = Non
         error = _backward_error(target, candidate)
         fix = _shape_fix(error) if error else None
         if fix is None:
-            if error is None and not _repeatable(target, candidate):
-                if synthesis is not None:
-                    synthesis.learn_unwritten(candidate)
-                return None, f"{UNWRITTEN} (memory a kernel leaves unwritten for " \
-                             "this shape?)"
-            return candidate, error
+            refusal = _refusal(target, candidate, synthesis) if error is None else None
+            return (None, refusal) if refusal is not None else (candidate, error)
         index, shape = fix
         index = argument_of_gradient(candidate.args, index)
         if not (0 <= index < len(candidate.args)) or \
@@ -225,21 +232,34 @@ def _half(inputs: Inputs) -> bool:
     return any(isinstance(a, torch.Tensor) and a.dtype in HALF for a in inputs.args)
 
 
-def _repeatable(target: Target, candidate: Inputs) -> bool:
-    """Whether forward and backward give the same results twice: a guessed
-    shape a kernel does not fully cover leaves `torch.empty` memory in them."""
+def _refusal(target: Target, candidate: Inputs, synthesis: Synthesis | None) -> str | None:
+    """Why a candidate forward and backward both take cannot be checked:
+    they do not give the same results twice (a guessed shape a kernel does
+    not fully cover leaves `torch.empty` memory in them), or a made-up
+    shape has a kernel read past the ends of an input; None when neither."""
     try:
-        return repeatable(target, candidate.args) is not None
+        results = repeatable(target, candidate.args)
+        if results is None:
+            if synthesis is not None:
+                synthesis.learn_unwritten(candidate)
+            return f"{UNWRITTEN} (memory a kernel leaves unwritten for this shape?)"
+        if not candidate.trusted and reads_past_inputs(target, candidate.args, results):
+            if synthesis is not None:
+                synthesis.learn_reads_past()
+            return f"{READS_PAST} (a kernel without a mask for this shape?)"
     except Exception:
-        return True  # not this probe's to judge
+        return None  # not these probes' to judge
+    return None
 
 
 def _ignores_excess(target: Target, candidate: Inputs, index: int,
                     shape: tuple[int, ...]) -> bool:
-    """Whether forward reads only the first elements of a guessed input, as
-    many as backward's gradient has: the input was guessed too large (a
-    kernel reading `w[:4]` of a `w[3, 4]`). Otherwise backward's shape is the
-    defect, not the guess."""
+    """Whether forward reads only the part of a guessed input that backward's
+    gradient covers: its leading block when the gradient has the input's rank
+    (a kernel reading `b[:, :3]` of a `b[3, 4]` by its strides, its sizes
+    taken from another input), else its first elements (`w[:4]` of a
+    `w[3, 4]`). The input was then guessed too large; otherwise backward's
+    shape is the defect, not the guess."""
     tensor = candidate.args[index]
     wanted = 1
     for n in shape:
@@ -247,7 +267,12 @@ def _ignores_excess(target: Target, candidate: Inputs, index: int,
     if not isinstance(tensor, torch.Tensor) or not 0 < wanted < tensor.numel():
         return False
     changed = tensor.detach().clone()
-    changed.reshape(-1)[wanted:] += 1.0
+    if len(shape) == tensor.dim() and all(s <= n for s, n in zip(shape, tensor.shape, strict=True)):
+        outside = torch.ones(tensor.shape, dtype=torch.bool, device=tensor.device)
+        outside[tuple(slice(0, s) for s in shape)] = False
+        changed[outside] += 1.0
+    else:
+        changed.reshape(-1)[wanted:] += 1.0
     try:
         with torch.no_grad():
             before = tensors_of(target.apply(*fresh(candidate.args)))
@@ -268,7 +293,7 @@ def _forward_on_ladder(target: Target, candidate: Inputs, synthesis: Synthesis |
             return first_forward(target, trial.args), trial, None
         except Exception as exc:
             raise_if_code_error(exc, "forward")
-            error = raised(exc)
+            error = raised(exc, within=synthesis.forward if synthesis is not None else None)
             if synthesis is not None and synthesis.learn_numbers(exc, trial):
                 break
             # (the error's line too: a bare `assert x.dtype == torch.bfloat16`

@@ -91,3 +91,51 @@ def _worst_message(inputs: Inputs, worst: tuple[float, int] | None, what: str) -
         return ""
     error, index = worst
     return f"worst is input {index} (`{inputs.name(index)}`), {what} {error:.3g}"
+
+
+# How much wider the second step of `differences_settle` is than the first.
+WIDER = 4.0
+
+
+def differences_settle(target: Target, inputs: Inputs) -> tuple[float, float] | None:
+    """Whether finite differences are a verdict here: per input, the derivative
+    along a fixed random direction from central differences with gradcheck's
+    step and with a step four times wider, within the check's tolerances of
+    each other. They are not when forward computes in bfloat16 or float16
+    inside (its rounding, divided by a float32-sized step, is most of the
+    difference) or is not smooth there. None when they settle (or cannot be
+    taken); else the two derivatives of the input where they part most."""
+    args = fresh(inputs.args, requires=set())
+    precision = target.precision
+    generator = torch.Generator(device="cpu").manual_seed(43)
+    worst: tuple[float, float, float] | None = None
+    try:
+        reference = floating_outputs(target, args)
+        weights = [torch.randn(o.shape, dtype=torch.float64, generator=generator).to(
+            o.device, o.dtype) for o in reference]
+        for index in differentiable_positions(inputs.args):
+            x = args[index]
+            if x.is_complex():
+                continue
+            direction = torch.randn(x.shape, dtype=torch.float64, generator=generator).to(
+                x.device, x.dtype)
+
+            def slope(step: float, index: int = index, x: torch.Tensor = x,
+                      direction: torch.Tensor = direction) -> float:
+                call = list(args)
+                call[index] = x + step * direction
+                up = floating_outputs(target, call)
+                call[index] = x - step * direction
+                down = floating_outputs(target, call)
+                return sum(float(((u - d) * w).sum()) for u, d, w in
+                           zip(up, down, weights, strict=True)) / (2 * step)
+
+            narrow, wide = slope(precision.eps), slope(WIDER * precision.eps)
+            gap = abs(narrow - wide)
+            if gap > precision.atol + precision.rtol * abs(wide) and \
+                    (worst is None or gap > worst[0]):
+                worst = (gap, narrow, wide)
+    except Exception:
+        return None
+    return None if worst is None else (worst[1], worst[2])
+

@@ -35,7 +35,8 @@ TENSOR_NAMES = frozenset({"bias", "weight", "mask", "attn_mask", "residual", "sc
 LABEL_NAMES = frozenset({"labels", "label", "input_ids", "token_ids", "ids", "classes",
                          "completion_ids", "selected_token_ids", "shift_labels"})
 TARGET_NAMES = frozenset({"target", "targets", "y_true", "y"})
-VECTOR_NAMES = frozenset({"bias", "b", "gamma", "beta", "alpha", "scale", "shift", "w", "weight"})
+VECTOR_NAMES = frozenset({"bias", "b", "gamma", "beta", "alpha", "scale", "shift", "w", "weight",
+                          "running_mean", "running_var"})  # (batch norm's statistics)
 TABLE_PREFIXES = ("cos", "sin", "freq", "rotary", "rope", "position_embedding")
 
 

@@ -121,6 +121,43 @@ def repeatable(target: Target, args: tuple[Any, ...]) -> list[torch.Tensor] | No
     return first
 
 
+# Elements of NaN laid before and after each input by `reads_past_inputs`
+# (an even count keeps the input as aligned as the buffer).
+REDZONE = 4096
+
+
+def reads_past_inputs(target: Target, args: tuple[Any, ...], reference: list[torch.Tensor]
+                      ) -> bool:
+    """Whether forward or backward reads memory past the ends of an input:
+    run with each floating input (and each incoming gradient) inside a
+    buffer whose other elements are NaN, a result is NaN that `reference`
+    (the same run on plain copies: outputs, then gradients) has not. A
+    kernel without a mask reads there for a shape its blocks do not divide."""
+    padded = tuple(_in_redzone(a) if isinstance(a, torch.Tensor) else a for a in args)
+    outputs = differentiable_outputs(target.apply(*padded))
+    positions = differentiable_positions(padded)
+    grads = torch.autograd.grad(outputs, [padded[i] for i in positions],
+                                [_in_redzone(torch.ones_like(o)) for o in outputs],
+                                allow_unused=True)
+    results = [t.detach() for t in outputs] + [t for t in grads if t is not None]
+    return len(results) == len(reference) and any(
+        a.shape == b.shape and a.is_floating_point() and
+        bool((torch.isnan(b) & ~torch.isnan(a)).any())
+        for a, b in zip(reference, results, strict=True))
+
+
+def _in_redzone(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of a floating contiguous tensor whose storage holds NaN on
+    either side of it (requiring grad as the tensor does); others, a copy."""
+    if not tensor.is_floating_point() or not tensor.is_contiguous():
+        return tensor.detach().clone().requires_grad_(tensor.requires_grad)
+    buffer = torch.full((tensor.numel() + 2 * REDZONE,), float("nan"), dtype=tensor.dtype,
+                        device=tensor.device)
+    inside = buffer[REDZONE:REDZONE + tensor.numel()].view(tensor.shape)
+    inside.copy_(tensor.detach())
+    return inside.detach().requires_grad_(tensor.requires_grad)
+
+
 @contextmanager
 def _new_memory_as_nan() -> Iterator[bool]:
     """torch.empty and its kin filled with NaN (integers with their largest

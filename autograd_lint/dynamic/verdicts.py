@@ -13,7 +13,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from .errors import NotChecked, first_line
 from .inputs import Inputs, argument_of_gradient
-from .jacobian_error import worst_error
+from .jacobian_error import WIDER, differences_settle, worst_error
 from .target import Target
 
 _SHAPE_ERROR = "returned an invalid gradient at index"
@@ -103,6 +103,15 @@ def gradcheck_failure(target: Target, inputs: Inputs, exc: BaseException, code: 
                      "different values (it changes what it saved, or is nondeterministic)"
             target.report(code, detail=detail, **fields)
             return
+        if code == "AGD001":
+            unsettled = differences_settle(target, inputs)
+            if unsettled is not None:
+                raise NotChecked(
+                    f"finite differences do not settle (the derivative along a random "
+                    f"direction is {unsettled[0]:.3g} with gradcheck's step and "
+                    f"{unsettled[1]:.3g} with one {WIDER:g} times wider): forward computes "
+                    f"in bfloat16 or float16 inside, or is not smooth there, so gradcheck's "
+                    f"mismatch is no verdict ({inputs.describe()})") from None
         detail = (worst_error(target, inputs) if code == "AGD001" else "") or message
         target.report(code, detail=f"{detail} ({inputs.describe()})", **fields)
         return
