@@ -36,9 +36,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    from autograd_lint.context import BufferLinter
-    from autograd_lint.engine import lint_source
-    from autograd_lint.registry import default_codes
+    from autograd_lint.core.registry import default_codes
+    from autograd_lint.engine.context import BufferLinter
+    from autograd_lint.engine.lint import lint_source
 
     codes = default_codes()
     with tempfile.TemporaryDirectory() as workdir:

@@ -41,7 +41,7 @@ def source_of(name: str) -> Path:
 
 
 def python_files(paths: list[str]) -> list[str]:
-    from autograd_lint.files import iter_python_files
+    from autograd_lint.core.files import iter_python_files
 
     found = []
     for path in paths:
@@ -54,8 +54,8 @@ def discovered(paths: list[str], scan_tree: bool = False) -> list:
     """The Functions and custom ops `check --dynamic` looks at (static
     discovery, no import); `scan_tree`: ops made through a project's
     registration helper count too."""
-    from autograd_lint.engine import SourceInput, lint_inputs
-    from autograd_lint.registry import DYNAMIC_CODES
+    from autograd_lint.core.registry import DYNAMIC_CODES
+    from autograd_lint.engine.lint import SourceInput, lint_inputs
 
     files = python_files(paths)
     return lint_inputs([SourceInput(p, p, DYNAMIC_CODES) for p in files], functions=True,

@@ -34,14 +34,14 @@ from pathlib import Path
 from _packages import download, unpack
 from bench_corpus import PACKAGES
 
-from autograd_lint.files import PROJECT_MARKERS
+from autograd_lint.core.files import PROJECT_MARKERS
 
 Row = tuple[int, int, str, str]
 
 
 def lint(root: Path, paths: list[str], codes: frozenset[str]) -> dict[str, set[Row]]:
     """Findings per file (relative to `root`) of one project scan of `paths`."""
-    from autograd_lint.engine import SourceInput, lint_inputs
+    from autograd_lint.engine.lint import SourceInput, lint_inputs
 
     result = lint_inputs([SourceInput(p, p, codes) for p in paths], scan_tree=True)
     for path, message in result.errors:
@@ -75,8 +75,8 @@ def main() -> None:
     parser.add_argument("--no-packages", action="store_true",
                         help="drop every __init__.py and compare folder by folder")
     args = parser.parse_args()
-    from autograd_lint.files import iter_python_files
-    from autograd_lint.registry import RULES
+    from autograd_lint.core.files import iter_python_files
+    from autograd_lint.core.registry import RULES
 
     packages = args.packages or ([] if args.project else PACKAGES)
     side = (args.dir / "side-by-side").resolve()

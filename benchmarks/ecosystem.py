@@ -222,9 +222,9 @@ def fingerprint(project: str, path: str, code: str, function: str, source_line: 
 def lint(project: str, tree: Path) -> tuple[list[Found], int, str]:
     """Every static rule over one tree, as `check TREE --isolated --select ALL`
     runs them (one pass also lists the Functions found)."""
-    from autograd_lint.engine import SourceInput, lint_inputs
-    from autograd_lint.files import iter_python_files
-    from autograd_lint.registry import RULES
+    from autograd_lint.core.files import iter_python_files
+    from autograd_lint.core.registry import RULES
+    from autograd_lint.engine.lint import SourceInput, lint_inputs
 
     codes = frozenset(code for code, rule in RULES.items() if rule.family != "dynamic")
     inputs = [SourceInput(p, p, codes) for p in iter_python_files(tree, lambda p, d: False)]
@@ -294,7 +294,7 @@ def _meets(counts: Counter[str], tier: str) -> str:
 
 def precision_tables(found: list[Found], verdicts: dict[str, tuple[str, str]]) -> list[str]:
     """Per tier (with its bar), then per rule: strict and lenient precision."""
-    from autograd_lint.registry import RULES
+    from autograd_lint.core.registry import RULES
 
     by_tier: dict[str, Counter[str]] = defaultdict(Counter)
     by_rule: dict[str, Counter[str]] = defaultdict(Counter)

@@ -41,7 +41,7 @@ def main() -> None:
     args = parser.parse_args()
     tree = str(args.tree or torch_tree())
 
-    from autograd_lint import cli
+    from autograd_lint.cli import entry as cli
 
     profile = cProfile.Profile()
     start = time.perf_counter()

@@ -12,11 +12,11 @@ from autograd_lint.analysis.apply_calls import never_passes_beyond, never_passes
 from autograd_lint.analysis.function_facts import FunctionFacts, only_raises
 from autograd_lint.analysis.interpreter import Return, constant_index
 from autograd_lint.analysis.values import Kind, Value
-from autograd_lint.config import show_torch
-from autograd_lint.fixes import append_none_gradients
-from autograd_lint.project import FunctionClass, Method
+from autograd_lint.core.config import show_torch
+from autograd_lint.core.project import FunctionClass, Method
 
 from .base import Checker, nodes_with_ctx, plural
+from .fix_edits import append_none_gradients
 
 
 class ArityChecker(Checker):

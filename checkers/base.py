@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from autograd_lint.analysis.function_facts import FunctionFacts
-from autograd_lint.config import NEWEST_TORCH
-from autograd_lint.findings import Edit, Finding, Fix
-from autograd_lint.lines import LineIndex
-from autograd_lint.model import ModuleInfo
-from autograd_lint.project import FunctionClass, Project
-from autograd_lint.registry import RULES, family_codes
+from autograd_lint.core.config import NEWEST_TORCH
+from autograd_lint.core.findings import Edit, Finding, Fix
+from autograd_lint.core.lines import LineIndex
+from autograd_lint.core.model import ModuleInfo
+from autograd_lint.core.project import FunctionClass, Project
+from autograd_lint.core.registry import RULES, family_codes
 
 
 class Reporter:

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from autograd_lint.analysis.torch_api import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
-from autograd_lint.lines import LINE_BREAK
-from autograd_lint.model import FunctionNode, ModuleInfo, Scope
-from autograd_lint.project import FunctionClass, Project
-from autograd_lint.relevance import NAMES_SEARCHED_ONE_BY_ONE
+from autograd_lint.core.lines import LINE_BREAK
+from autograd_lint.core.model import FunctionNode, ModuleInfo, Scope
+from autograd_lint.core.project import FunctionClass, Project
+from autograd_lint.core.scan import NAMES_SEARCHED_ONE_BY_ONE
 
 _GRAD_ENABLED = frozenset({"torch.is_grad_enabled", "torch._C.is_grad_enabled",
                            "torch.autograd.grad_mode.is_grad_enabled"})

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from autograd_lint.model import FunctionNode, ModuleInfo, Scope
-from autograd_lint.project import Project
+from autograd_lint.core.model import FunctionNode, ModuleInfo, Scope
+from autograd_lint.core.project import Project
 
 from .exercised import MAX_DEPTH, Bindings, local_bindings, project_def
 

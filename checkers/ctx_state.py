@@ -17,12 +17,16 @@ from autograd_lint.analysis.interpreter import (
     Mutation,
 )
 from autograd_lint.analysis.values import Kind, Value
-from autograd_lint.fixes import cuda_autocast_to_amp, data_read_to_detach, rename_attribute
-from autograd_lint.model import FunctionNode
-from autograd_lint.project import FunctionClass
-from autograd_lint.registry import ERROR, WARNING
+from autograd_lint.core.model import FunctionNode
+from autograd_lint.core.project import FunctionClass
+from autograd_lint.core.registry import ERROR, WARNING
 
 from .base import Checker, nodes_with_ctx, source_text
+from .fix_edits import (
+    cuda_autocast_to_amp,
+    data_read_to_detach,
+    rename_attribute,
+)
 
 # Methods that run while the graph is built (forward-time methods).
 _FORWARD_TIME = ("forward", "setup_context")

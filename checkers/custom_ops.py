@@ -22,8 +22,8 @@ from autograd_lint.analysis.op_model import (
 )
 from autograd_lint.analysis.syntax import assigned_names, own_nodes
 from autograd_lint.analysis.torch_api import VIEW_ATTRIBUTES, VIEW_METHODS
-from autograd_lint.config import show_torch
-from autograd_lint.model import FunctionNode, ModuleInfo
+from autograd_lint.core.config import show_torch
+from autograd_lint.core.model import FunctionNode, ModuleInfo
 
 from .base import Checker, source_text
 

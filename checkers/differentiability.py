@@ -21,7 +21,7 @@ from autograd_lint.analysis.interpreter import (
     Return,
 )
 from autograd_lint.analysis.values import Kind
-from autograd_lint.project import FunctionClass, Method
+from autograd_lint.core.project import FunctionClass, Method
 
 from .base import Checker, source_text
 

@@ -10,8 +10,8 @@ import ast
 import os
 from collections.abc import Callable, Iterator
 
-from autograd_lint.model import ClassInfo, FunctionNode, ModuleInfo
-from autograd_lint.project import Project, Resolved
+from autograd_lint.core.model import ClassInfo, FunctionNode, ModuleInfo
+from autograd_lint.core.project import Project, Resolved
 
 from .call_sites import Site, functions_of
 

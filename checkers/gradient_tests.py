@@ -18,10 +18,10 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from autograd_lint.files import is_test_path
-from autograd_lint.model import ClassInfo, FunctionNode, ModuleInfo, Scope
-from autograd_lint.project import GRADCHECK_READS, Project
-from autograd_lint.scan import checks_gradients
+from autograd_lint.core.files import is_test_path
+from autograd_lint.core.model import ClassInfo, FunctionNode, ModuleInfo, Scope
+from autograd_lint.core.project import GRADCHECK_READS, Project
+from autograd_lint.core.scan import checks_gradients
 
 from .call_sites import CallSites, Site
 from .comparisons import (

@@ -16,10 +16,10 @@ from autograd_lint.analysis.apply_calls import temporary_everywhere
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.interpreter import CtxCall, MethodFacts, Mutation
 from autograd_lint.analysis.values import Kind
-from autograd_lint.fixes import clone_gradient
-from autograd_lint.project import FunctionClass
+from autograd_lint.core.project import FunctionClass
 
 from .base import Checker, source_text
+from .fix_edits import clone_gradient
 
 
 class InplaceChecker(Checker):

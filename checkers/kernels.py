@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.kernel_gradients import GradientLaunch, shape_indexed_launches
-from autograd_lint.project import FunctionClass
+from autograd_lint.core.project import FunctionClass
 
 from .base import Checker, source_text
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 import ast
 
 from autograd_lint.analysis.function_facts import FunctionFacts, only_raises
-from autograd_lint.analysis.torch_api import SPECIAL_METHODS
 from autograd_lint.analysis.values import Kind
-from autograd_lint.fixes import add_staticmethod
-from autograd_lint.model import FunctionNode
-from autograd_lint.project import CTX_PARAM_NAMES, FunctionClass, Method
+from autograd_lint.core.model import SPECIAL_METHODS, FunctionNode
+from autograd_lint.core.project import CTX_PARAM_NAMES, FunctionClass, Method
 
 from .base import Checker, plural, source_text
+from .fix_edits import add_staticmethod
 
 
 class StructureChecker(Checker):

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from autograd_lint.analysis.function_facts import FunctionFacts, facts_of, only_raises
-from autograd_lint.files import is_test_path
-from autograd_lint.fixes import instance_call_to_apply
-from autograd_lint.model import ModuleInfo, plain_name
-from autograd_lint.project import GRADCHECK_READS, FunctionClass, Project
+from autograd_lint.core.files import is_test_path
+from autograd_lint.core.model import ModuleInfo, plain_name
+from autograd_lint.core.project import GRADCHECK_READS, FunctionClass, Project
 
 from .base import Checker, node_range, source_text
 from .call_sites import CallSites, Site, function_of
+from .fix_edits import instance_call_to_apply
 from .gradient_tests import GradientCheck, gradient_answer, gradient_checks
 
 __all__ = ["PENDING_AGF301", "GradcheckAnswer", "GradientCheck", "PendingAGF301",

@@ -10,9 +10,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograd_lint.engine import SPARSE_MIN_BYTES, LintResult, SourceInput, lint_inputs, lint_source
-from autograd_lint.findings import Finding
-from autograd_lint.registry import RULES, default_codes
+from autograd_lint.core.findings import Finding
+from autograd_lint.core.registry import RULES, default_codes
+from autograd_lint.engine.lint import (
+    SPARSE_MIN_BYTES,
+    LintResult,
+    SourceInput,
+    lint_inputs,
+    lint_source,
+)
 
 if TYPE_CHECKING:
     import pytest
@@ -125,7 +131,7 @@ def codes_of(findings: Iterable[Finding]) -> list[str]:
 
 def forbid_analysis(monkeypatch) -> None:
     """Make any real analysis fail: only a cached result can answer."""
-    from autograd_lint import engine
+    from autograd_lint.engine import lint as engine
 
     def refuse(*args: object) -> None:
         raise AssertionError("analysed although the cache had the answer")
@@ -390,7 +396,7 @@ CUBE_AND_BASE = textwrap.dedent('''\
 def check_isolated(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """`autograd-lint check --isolated --no-cache ARGS` in this process:
     (exit status, standard output, standard error)."""
-    from autograd_lint.cli import main
+    from autograd_lint.cli.entry import main
 
     code = main(["check", "--isolated", "--no-cache", *args])
     captured = capsys.readouterr()

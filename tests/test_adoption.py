@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
+from autograd_lint.cli.entry import main
 
 from .helpers import PEDANTIC_AGF001, check_isolated
 

@@ -9,8 +9,8 @@ import pytest
 from autograd_lint.analysis.function_facts import FunctionFacts
 from autograd_lint.analysis.interpreter import CtxCall, Mutation, Return
 from autograd_lint.analysis.values import Kind
-from autograd_lint.model import build_module
-from autograd_lint.project import FunctionClass, Project
+from autograd_lint.core.model import build_module
+from autograd_lint.core.project import FunctionClass, Project
 
 
 def function(source: str, name: str | None = None) -> FunctionClass:

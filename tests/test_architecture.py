@@ -1,6 +1,7 @@
 """Rooms a newcomer can live in (docs/architecture.md): no module, class or
-function past a size one person holds in their head, and imports that point
-one way (no cycle between the package's modules, lazy imports included)."""
+function past a size one person holds in their head, imports that point one
+way (no cycle between the package's modules, lazy imports included), and
+layers that point one way (no subpackage imports one above it)."""
 from __future__ import annotations
 
 import ast
@@ -114,6 +115,30 @@ def cycles() -> list[list[str]]:
     return found
 
 
+# The layers, lowest first (docs/architecture.md): a module imports only its
+# own layer and those below it. The package's root `__init__` holds only the
+# version (below every layer); the other modules at the top level are the
+# entry points (above every layer).
+LAYERS = ("core", "analysis", "checkers", "engine", "reporting", "dynamic", "integrations", "cli")
+ENTRY_POINTS = {"autograd_lint.__main__", "autograd_lint.flake8_plugin",
+                "autograd_lint.pylint_plugin", "autograd_lint.pytest_plugin"}
+
+
+def layer_of(name: str) -> int:
+    if name == "autograd_lint":
+        return -1
+    parts = name.split(".")
+    return LAYERS.index(parts[1]) if parts[1] in LAYERS else len(LAYERS)
+
+
+def upward_imports() -> list[tuple[str, str]]:
+    """(module, what it imports) for each import of a higher layer."""
+    modules = sources()
+    return sorted((name, target) for name, path in modules.items()
+                  for target in imports(name, path, set(modules))
+                  if layer_of(target) > layer_of(name))
+
+
 def test_no_module_class_or_function_is_oversized() -> None:
     assert oversized() == []
 
@@ -133,3 +158,30 @@ def test_the_checks_see_what_they_look_for(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(__import__(__name__, fromlist=["ROOT"]), "ROOT", tmp_path)
     assert cycles() == [["autograd_lint.a", "autograd_lint.b"]]
     assert oversized() == ["FunctionDef autograd_lint.b.g: 102 lines"]
+
+
+def test_layers_point_one_way() -> None:
+    assert upward_imports() == []
+
+
+def test_the_top_level_holds_only_the_entry_points() -> None:
+    top = {name for name in sources() if name.count(".") == 1 and
+           name.split(".")[1] not in LAYERS and name.split(".")[1] != "rule_docs"}
+    assert top == ENTRY_POINTS
+
+
+def test_an_upward_import_is_found(tmp_path: Path, monkeypatch) -> None:
+    """A module of the model planted with an import of the command line (at
+    run time, inside a function) breaks the layering."""
+    package = tmp_path / "autograd_lint"
+    for layer in ("core", "cli"):
+        (package / layer).mkdir(parents=True)
+        (package / layer / "__init__.py").write_text("")
+    (tmp_path / "checkers").mkdir()
+    (package / "__init__.py").write_text("__version__ = '0'\n")
+    (package / "cli" / "main.py").write_text("from ..core.model import Model\n")
+    (package / "core" / "model.py").write_text(
+        "from .. import __version__\n\n\nclass Model:\n    def run(self):\n"
+        "        from ..cli.entry import main\n")
+    monkeypatch.setattr(__import__(__name__, fromlist=["ROOT"]), "ROOT", tmp_path)
+    assert upward_imports() == [("autograd_lint.core.model", "autograd_lint.cli.entry")]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint import cache as cache_module
-from autograd_lint import scan as scan_module
-from autograd_lint.cache import CACHE_DIR
-from autograd_lint.cli import main
+from autograd_lint.cli.entry import main
+from autograd_lint.core import scan as scan_module
+from autograd_lint.engine import cache as cache_module
+from autograd_lint.engine.cache import CACHE_DIR
 
 from .helpers import PEDANTIC_AGF001, forbid_analysis, leaky_function
 
@@ -176,7 +176,7 @@ def test_a_cache_path_that_is_a_file_is_no_error(project: Path, capsys) -> None:
 
 
 def test_relevance_is_reused_until_a_file_changes(project: Path, capsys, monkeypatch) -> None:
-    import autograd_lint.relevance as relevance
+    import autograd_lint.engine.relevance as relevance
 
     first = check(capsys)
     judged = []

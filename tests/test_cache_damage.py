@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from autograd_lint.cache import CACHE_DIR, Cache
-from autograd_lint.cli import main
+from autograd_lint.cli.entry import main
+from autograd_lint.engine.cache import CACHE_DIR, Cache
 
 from .helpers import ROOT
 
@@ -71,7 +71,7 @@ def run_capped(project: Path) -> subprocess.CompletedProcess[str]:
     endless device fails fast instead of taking the machine's memory."""
     capped = ("import resource, sys\n"
               "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
-              "from autograd_lint.cli import main\n"
+              "from autograd_lint.cli.entry import main\n"
               "sys.exit(main(['check', '.', '--format', 'json', '--jobs', '1']))\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("AUTOGRAD_LINT_CACHE_DIR", None)

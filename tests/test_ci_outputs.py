@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
-from autograd_lint.registry import RULES, all_rules
+from autograd_lint.cli.entry import main
+from autograd_lint.core.registry import RULES, all_rules
 
 BUGGY = textwrap.dedent('''\
     import torch

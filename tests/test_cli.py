@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
-from autograd_lint.output import MORE_HINT
+from autograd_lint.cli.entry import main
+from autograd_lint.reporting.output import MORE_HINT
 
 from .helpers import PEDANTIC_AGF001, ROOT
 
@@ -299,7 +299,7 @@ def test_the_console_command_exits_with_the_status_and_all_output(tree: Path) ->
 def test_server_without_pygls_is_a_one_line_error(monkeypatch, capsys) -> None:
     monkeypatch.setitem(sys.modules, "pygls", None)  # as if not installed
     monkeypatch.setitem(sys.modules, "pygls.lsp.server", None)
-    monkeypatch.delitem(sys.modules, "autograd_lint.lsp", raising=False)
+    monkeypatch.delitem(sys.modules, "autograd_lint.integrations.lsp", raising=False)
     code, out, err = run(capsys, "server")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "pip install './autograd-lint[lsp]'" in err
@@ -399,7 +399,7 @@ def test_full_shows_the_source_a_caret_help_and_the_rule_page(tree: Path, capsys
 
 
 def test_colour_follows_the_terminal_and_the_environment() -> None:
-    from autograd_lint.output import text_style
+    from autograd_lint.reporting.output import text_style
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

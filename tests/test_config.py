@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
-from autograd_lint.config import Selection, resolve_codes
-from autograd_lint.registry import RULES, default_codes
+from autograd_lint.cli.entry import main
+from autograd_lint.core.config import Selection, resolve_codes
+from autograd_lint.core.registry import RULES, default_codes
 
 from .test_cli import LEAKY
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
+from autograd_lint.cli.entry import main
 
 FILES = {
     "pkg/ops.py": '''

@@ -96,7 +96,7 @@ def test_deliberate_custom_gradients_are_not_held_to_finite_differences() -> Non
 
 
 def test_every_dynamic_rule_is_exercised() -> None:
-    from autograd_lint.registry import DYNAMIC_CODES
+    from autograd_lint.core.registry import DYNAMIC_CODES
 
     assert set().union(*EXPECTED.values()) == DYNAMIC_CODES - {"AGD900"}
 

@@ -12,7 +12,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from autograd_lint import cli
+from autograd_lint.cli import entry as cli
 
 from .test_dynamic import DYNAMIC, dynamic
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
-from autograd_lint.context import BufferLinter, context_inputs, project_root
-from autograd_lint.engine import SourceInput, lint_inputs
+from autograd_lint.cli.entry import main
+from autograd_lint.engine.context import BufferLinter, context_inputs, project_root
+from autograd_lint.engine.lint import SourceInput, lint_inputs
 
 from .helpers import CUBE_AND_BASE as FUNCTIONS
 from .helpers import DEFAULT_CODES, write_tricky_project
@@ -130,7 +130,7 @@ def test_random_edits_of_buffers_match_a_fresh_run(tmp_path: Path) -> None:
 
 
 def test_lints_reuse_the_projects_scans_and_write_nothing(project: Path, monkeypatch) -> None:
-    import autograd_lint.scan as scan
+    import autograd_lint.core.scan as scan
 
     scanned: list[str] = []
     real = scan.scan_file
@@ -161,7 +161,7 @@ def test_an_edit_that_keeps_the_buffers_scan_updates_the_relevance(project: Path
     relevance is updated for it, not judged again over the project (an
     editor's text is stored with its hash as its stat, and such a scan is a
     sound one to compare with)."""
-    import autograd_lint.relevance as relevance
+    import autograd_lint.engine.relevance as relevance
 
     edited = USE.replace("return Cube", "return  Cube")
     expected = named_file_lint(project / "use.py", edited)
@@ -189,7 +189,7 @@ def test_the_first_lint_starts_from_the_command_lines_scans(project: Path, monke
     capsys.readouterr()
     stored = (project / ".autograd_lint_cache" / "scans.json").read_bytes()
     expected = named_file_lint(project / "use.py", USE + DERIVED)
-    import autograd_lint.scan as scan
+    import autograd_lint.core.scan as scan
 
     def refuse(path: str) -> scan.FileScan:
         raise AssertionError(f"{path} was scanned again")
@@ -203,7 +203,7 @@ def test_a_walk_per_refresh_interval_and_after_a_save(project: Path, monkeypatch
     """The server lints on every pause in typing: the project's files are
     listed and stamped at most once per refresh interval, and at once after a
     save (`forget`)."""
-    import autograd_lint.files as files
+    import autograd_lint.core.files as files
 
     walks = []
     real = files.iter_python_files

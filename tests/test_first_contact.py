@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
+from autograd_lint.cli.entry import main
 
 INSTANTIATED = textwrap.dedent('''\
     import torch
@@ -140,7 +140,7 @@ def test_a_file_of_a_newer_python_is_a_warning_not_a_syntax_error(
 
 
 def test_minimum_python_reads_the_lower_bound() -> None:
-    from autograd_lint.config import minimum_python
+    from autograd_lint.core.config import minimum_python
 
     assert minimum_python(">=3.12") == (3, 12)
     assert minimum_python(">= 3.9, != 3.9.1") == (3, 9)
@@ -172,7 +172,7 @@ def _profiled(work: Callable[[], object]) -> Counter[str]:
 
 def test_aliases_of_many_names_are_found_in_one_pass() -> None:
     """A file that gains thousands of names is not searched once per name."""
-    from autograd_lint.relevance import aliases_in
+    from autograd_lint.engine.relevance import aliases_in
 
     text = b"import ops\nA = ops.F3\nB: T = C = F7  # alias\nx = F3 + 1\nD = other.G\n"
     for names in ({"F3", "F7"}, {f"F{i}" for i in range(40)}):
@@ -251,7 +251,7 @@ def test_watch_idles_longer_on_a_tree_that_takes_long_to_walk(tmp_path: Path,
                                                                monkeypatch) -> None:
     """Polling never takes more than a tenth of a core (a large tree's walk
     every half second took 29% of one)."""
-    from autograd_lint import watch as watching
+    from autograd_lint.cli import watch as watching
 
     clock = _Clock(walk=0.3)
     runs: list[int] = []
@@ -273,7 +273,7 @@ def test_watch_runs_again_though_a_file_never_holds_still(tmp_path: Path,
                                                           monkeypatch) -> None:
     """A file rewritten every fraction of a second (a log, a generator) must
     not hold the next run back forever."""
-    from autograd_lint import watch as watching
+    from autograd_lint.cli import watch as watching
 
     clock = _Clock(walk=0.0)
     runs: list[int] = []

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
-from autograd_lint.engine import lint_source
-from autograd_lint.findings import SAFE, Edit, Finding, Fix
-from autograd_lint.fixes import apply_fixes
-from autograd_lint.registry import FIX_SAFETY, RULES, default_codes
+from autograd_lint.cli.entry import main
+from autograd_lint.core.findings import SAFE, Edit, Finding, Fix
+from autograd_lint.core.registry import FIX_SAFETY, RULES, default_codes
+from autograd_lint.engine.lint import lint_source
+from autograd_lint.reporting.fixes import apply_fixes
 
 HEADER = "import torch\n\n\n"
 

@@ -7,8 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from autograd_lint.flake8_plugin import DEFAULT_IGNORED
-from autograd_lint.registry import all_rules
+from autograd_lint.core.registry import all_rules
+from autograd_lint.integrations.flake8_plugin import DEFAULT_IGNORED
 
 from .helpers import leaky_function
 

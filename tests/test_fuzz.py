@@ -25,9 +25,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograd_lint.engine import SPARSE_MIN_BYTES, SourceInput, lint_inputs, lint_source
-from autograd_lint.findings import Finding
-from autograd_lint.registry import RULES, TREE_ONLY_CODES
+from autograd_lint.core.findings import Finding
+from autograd_lint.core.registry import RULES, TREE_ONLY_CODES
+from autograd_lint.engine.lint import SPARSE_MIN_BYTES, SourceInput, lint_inputs, lint_source
 
 from .helpers import FILLER, leaky_function
 
@@ -203,7 +203,7 @@ def test_code_deeper_than_the_analysis_allows_is_an_internal_error(tmp_path: Pat
                                                                    monkeypatch) -> None:
     """Past the recursion the checks are given, the file says so (an
     internal error: the run goes on, and fails), never silently less."""
-    from autograd_lint import engine
+    from autograd_lint.engine import lint as engine
 
     monkeypatch.setattr(engine, "_CHECK_FRAMES", 1_500)
     deep = tmp_path / "deep.py"
@@ -401,7 +401,7 @@ def _unread_syntax_error(text: str, directory: Path, scanned: list[tuple],
     that hold the errors the whole parse reports what the scan reported, or
     more (the broken statements' text, such as a fake's registration, may
     leave the scan unsure: unknown is silent)."""
-    from autograd_lint.sparse import top_level_chunks
+    from autograd_lint.engine.sparse import top_level_chunks
 
     if any(row[2] == "AGF000" for row in scanned):
         return False
@@ -450,7 +450,7 @@ def test_piecewise_syntax_check_agrees_with_a_whole_parse(monkeypatch) -> None:
     import ast
     import warnings
 
-    from autograd_lint import sparse
+    from autograd_lint.engine import sparse
 
     monkeypatch.setattr(sparse, "_CHECK_PIECE_CHARS", 1)  # a piece per statement
 

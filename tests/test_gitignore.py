@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
-from autograd_lint.files import iter_python_files
+from autograd_lint.cli.entry import main
+from autograd_lint.core.files import iter_python_files
 
 from .test_cli import LEAKY
 
@@ -25,7 +25,7 @@ def scan(root: Path | str, **options: bool) -> list[str]:
 def ignored(patterns: str, *paths: str) -> dict[str, bool]:
     """Which paths one `.gitignore` of a repository's root ignores (a path
     ending in `/` is a folder, its files `x.py` inside it)."""
-    from autograd_lint.files import GitIgnore, IgnoreFile, parse_gitignore
+    from autograd_lint.core.files import GitIgnore, IgnoreFile, parse_gitignore
 
     rules = GitIgnore((IgnoreFile("", parse_gitignore(textwrap.dedent(patterns))),))
     return {path: rules.ignored(path.rstrip("/"), path.endswith("/")) for path in paths}

@@ -489,7 +489,7 @@ def keyed_entry(x):
 @pytest.mark.parametrize("options", [{"prefilter": False}, {"jobs": 2}])
 def test_every_way_of_running_finds_the_same_checks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict) -> None:
-    from autograd_lint import engine
+    from autograd_lint.engine import lint as engine
 
     monkeypatch.setattr(engine, "_PARALLEL_MIN_FILES", 2)  # parts even for a small tree
     write_every_form(tmp_path)
@@ -505,7 +505,7 @@ def test_incremental_runs_see_a_helper_stop_comparing(
     answer read it, so editing it makes the answer stale."""
     import json
 
-    from autograd_lint.cli import main
+    from autograd_lint.cli.entry import main
 
     write_every_form(tmp_path)
     write(tmp_path, "tests/compare.py", "def close(a, b):\n    assert (a - b).abs().max() < 1e-6\n")

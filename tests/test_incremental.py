@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint import engine
-from autograd_lint.cli import main
+from autograd_lint.cli.entry import main
+from autograd_lint.engine import lint as engine
 
 from .helpers import leaky_function
 
@@ -139,12 +139,12 @@ def test_nothing_changed_analyses_nothing(project: Path, capsys, analysed: list[
 # only an analysis needs (nor ctypes, which only a run that forks workers needs).
 LOADED = """\
 import sys
-from autograd_lint.cli import main
+from autograd_lint.cli.entry import main
 main(["check", ".", "--isolated", "-q"])
 print(" ".join(sorted(sys.modules)))
 """
-LOADED_ONLY_TO_ANALYSE = {"autograd_lint.project", "autograd_lint.noqa",
-                          "autograd_lint.notebooks", "ctypes"}
+LOADED_ONLY_TO_ANALYSE = {"autograd_lint.core.project", "autograd_lint.engine.noqa",
+                          "autograd_lint.core.notebooks", "ctypes"}
 
 
 def test_a_warm_run_with_nothing_changed_loads_nothing_it_does_not_need(project: Path) -> None:
@@ -153,7 +153,7 @@ def test_a_warm_run_with_nothing_changed_loads_nothing_it_does_not_need(project:
     first = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, text=True,
                            check=True)
     assert LOADED_ONLY_TO_ANALYSE & set(first.stdout.split()) == {
-        "autograd_lint.project", "autograd_lint.noqa", "autograd_lint.notebooks"}
+        "autograd_lint.core.project", "autograd_lint.engine.noqa", "autograd_lint.core.notebooks"}
     warm = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, text=True,
                           check=True)
     assert warm.stderr == first.stderr
@@ -202,7 +202,7 @@ def test_a_new_gradcheck_analyses_the_functions_again(project: Path, capsys) -> 
 
 def test_a_new_attribute_reference_is_judged_without_the_whole_tree(
         project: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
-    import autograd_lint.relevance as relevance
+    import autograd_lint.engine.relevance as relevance
 
     run(capsys)
     judged: list[int] = []

@@ -22,8 +22,8 @@ pytest.importorskip("pygls")
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from autograd_lint.lines import LineIndex
-from autograd_lint.registry import RULES
+from autograd_lint.core.lines import LineIndex
+from autograd_lint.core.registry import RULES
 
 BUGGY = textwrap.dedent('''\
     import torch
@@ -560,8 +560,8 @@ def test_code_actions_with_negative_positions_are_answered(tmp_path: Path) -> No
 # Runs the server with each walk of a project's folders logged to argv[1].
 COUNT_WALKS = """
 import sys
-import autograd_lint.files as files
-from autograd_lint.cli import run
+import autograd_lint.core.files as files
+from autograd_lint.cli.entry import run
 
 log, walk = sys.argv.pop(1), files.iter_python_files
 
@@ -641,12 +641,12 @@ def test_install_instructions_name_a_clone_or_the_git_url(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """autograd-lint is not on PyPI: the server's own message and the editor
     guide install the lsp extra from a clone or from its git URL, as the README."""
-    from autograd_lint.cli import run_server
-    from autograd_lint.config import ConfigError
+    from autograd_lint.cli.entry import run_server
+    from autograd_lint.core.config import ConfigError
 
     editors = (Path(__file__).parent.parent / "docs" / "editors.md").read_text()
     server_section = editors.partition("\n## ")[0]
-    monkeypatch.setitem(sys.modules, "autograd_lint.lsp", None)  # as without pygls
+    monkeypatch.setitem(sys.modules, "autograd_lint.integrations.lsp", None)  # as without pygls
     with pytest.raises(ConfigError) as missing:
         run_server()
     for text in (server_section, str(missing.value)):
@@ -884,9 +884,9 @@ def test_notebooks_and_other_languages_are_left_alone(tmp_path: Path) -> None:
 # Runs the server with a failure planted: argv[1] says which.
 PLANTED_FAILURE = """
 import sys
-import autograd_lint.context as context
-import autograd_lint.engine as engine
-from autograd_lint.cli import run
+import autograd_lint.engine.context as context
+import autograd_lint.engine.lint as engine
+from autograd_lint.cli.entry import run
 
 which, lint_inputs = sys.argv.pop(1), engine.lint_inputs
 failed = []

@@ -21,7 +21,7 @@ from .helpers import leaky_function
 # The child measures its own peak (ru_maxrss is in KiB on Linux).
 MEASURE = textwrap.dedent('''\
     import json, resource, sys
-    from autograd_lint.cli import main
+    from autograd_lint.cli.entry import main
     code = main(sys.argv[1:])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"code": code, "peak_mib": peak / 1024}), file=sys.stderr)

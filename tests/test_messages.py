@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from autograd_lint.engine import lint_source
+from autograd_lint.engine.lint import lint_source
 
 from .helpers import DEFAULT_CODES, lint
 
@@ -171,8 +171,8 @@ def _balanced(text: str) -> bool:
 def test_every_message_splits_into_a_balanced_head_and_its_fix() -> None:
     """The concise output shows a message's head: it is cut at the advice's
     `; `, never at one inside brackets or quoted code."""
-    from autograd_lint.output import split_message
-    from autograd_lint.registry import RULES
+    from autograd_lint.core.registry import RULES
+    from autograd_lint.reporting.output import split_message
 
     from .helpers import ALL_CODES, FIXTURES
 
@@ -196,7 +196,7 @@ def test_every_message_splits_into_a_balanced_head_and_its_fix() -> None:
 
 
 def test_advice_after_a_semicolon_in_parentheses_is_kept() -> None:
-    from autograd_lint.output import split_message
+    from autograd_lint.reporting.output import split_message
 
     head, advice = split_message("`F(...)` instantiates a Function (legacy; raises); "
                                  "call `F.apply(...)` instead")

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograd_lint.cli import main
-from autograd_lint.engine import SPARSE_MIN_BYTES, SourceInput, lint_inputs
-from autograd_lint.files import iter_python_files
-from autograd_lint.registry import default_codes
+from autograd_lint.cli.entry import main
+from autograd_lint.core.files import iter_python_files
+from autograd_lint.core.registry import default_codes
+from autograd_lint.engine.lint import SPARSE_MIN_BYTES, SourceInput, lint_inputs
 
 from .helpers import expectations, forbid_analysis
 
@@ -379,7 +379,7 @@ def references() -> dict[str, list[int]]:
     statements it may mean."""
     import ast
 
-    from autograd_lint.model import build_module
+    from autograd_lint.core.model import build_module
 
     tree = ast.parse(REFERENCES)
     module = build_module("refs.py", "refs", False, tree, REFERENCES)

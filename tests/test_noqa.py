@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
-from autograd_lint.noqa import parse_suppressions
+from autograd_lint.engine.noqa import parse_suppressions
 
 from .helpers import DEFAULT_CODES, codes_of, lint
 

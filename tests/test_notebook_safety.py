@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
+from autograd_lint.cli.entry import main
 
 FUNCTION = [
     "import torch\n",

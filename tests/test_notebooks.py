@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograd_lint.cli import main
-from autograd_lint.notebooks import cell_python
+from autograd_lint.cli.entry import main
+from autograd_lint.core.notebooks import cell_python
 
 from .helpers import ROOT
 

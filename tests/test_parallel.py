@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint import engine
-from autograd_lint.engine import SPARSE_MIN_BYTES, LintResult
+from autograd_lint.engine import lint as engine
+from autograd_lint.engine.lint import SPARSE_MIN_BYTES, LintResult
 
 from .helpers import (
     ALL_CODES,

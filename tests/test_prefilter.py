@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.engine import HUGE_BYTES, SPARSE_MIN_BYTES, SourceInput, lint_inputs
-from autograd_lint.findings import Finding
-from autograd_lint.registry import TREE_ONLY_CODES
+from autograd_lint.core.findings import Finding
+from autograd_lint.core.registry import TREE_ONLY_CODES
+from autograd_lint.engine.lint import HUGE_BYTES, SPARSE_MIN_BYTES, SourceInput, lint_inputs
 
 from .helpers import (
     ALL_CODES,

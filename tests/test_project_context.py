@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
+from autograd_lint.cli.entry import main
 
 from .helpers import CUBE_AND_BASE as FUNCTIONS
 
@@ -68,7 +68,7 @@ def test_same_findings_as_the_whole_project_for_the_named_file(project: Path, ca
 @pytest.mark.parametrize("cache", [[], ["--no-cache"]])
 def test_only_the_named_files_are_analysed(project: Path, capsys, monkeypatch,
                                            cache: list[str]) -> None:
-    from autograd_lint import engine
+    from autograd_lint.engine import lint as engine
 
     analysed: list[str] = []
     real = engine.check_module

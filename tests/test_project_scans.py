@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
+from autograd_lint.cli.entry import main
 
 from .helpers import lint_tree, unchecked, write
 

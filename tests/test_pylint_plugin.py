@@ -12,9 +12,9 @@ import astroid
 import pytest
 from pylint.testutils import CheckerTestCase, MessageTest
 
-from autograd_lint import pylint_plugin
-from autograd_lint.engine import lint_source
-from autograd_lint.registry import RULES, TREE_ONLY_CODES, all_rules
+from autograd_lint.core.registry import RULES, TREE_ONLY_CODES, all_rules
+from autograd_lint.engine.lint import lint_source
+from autograd_lint.integrations import pylint_plugin
 
 from .helpers import leaky_function
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from autograd_lint.relevance import judge, statement_keeper
-from autograd_lint.scan import FileScan, scan_bytes
-from autograd_lint.sparse import parse_sparse, top_level_chunks
+from autograd_lint.core.scan import FileScan, scan_bytes
+from autograd_lint.engine.relevance import judge, statement_keeper
+from autograd_lint.engine.sparse import parse_sparse, top_level_chunks
 
 
 def scan(text: str, path: str = "/proj/pkg/mod.py") -> FileScan:
@@ -129,7 +129,7 @@ def test_importers_of_a_function_or_its_module_are_referencing(tmp_path, monkeyp
     assert relevance.reach[str(tmp_path / "by_alias.py")] == {"Legacy"}
     assert relevance.reach[str(tmp_path / "by_package.py")] == {"Scale"}
     # Worker processes search the files for attributes the same way.
-    import autograd_lint.relevance as relevance_module
+    import autograd_lint.engine.relevance as relevance_module
 
     monkeypatch.setattr(relevance_module, "_PARALLEL_MIN_FILES", 1)
     assert judge(scans, references=True, gradcheck=False, jobs=2) == relevance
@@ -377,7 +377,7 @@ def test_a_form_feed_sets_the_column_back_to_zero() -> None:
 
 
 def test_piecewise_syntax_check_gives_the_whole_parse_error(monkeypatch) -> None:
-    import autograd_lint.sparse as sparse
+    import autograd_lint.engine.sparse as sparse
 
     monkeypatch.setattr(sparse, "_CHECK_PIECE_CHARS", 1)  # a piece per statement
     sources = [

@@ -79,7 +79,7 @@ def test_checked_code_is_never_executed(victim: tuple[Path, Path], entry: str) -
 
 
 def test_startup_imports_stay_small(tmp_path: Path) -> None:
-    script = ("import sys; from autograd_lint.cli import main; "
+    script = ("import sys; from autograd_lint.cli.entry import main; "
               "code = main(['rules']); "
               "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
               "{'torch', 'numpy', 'json', 'tomllib', 'autograd_lint.checkers'}); "

@@ -101,7 +101,8 @@ def tree() -> Path:
 # The command with no prctl to be had: the workers poll for a new parent.
 POLLING = """\
 import sys
-from autograd_lint import cli, engine
+from autograd_lint import cli
+from autograd_lint.engine import lint as engine
 engine._load_prctl = lambda: None
 sys.exit(cli.main(sys.argv[1:]))
 """
@@ -234,7 +235,7 @@ def test_nothing_is_said_after_terminated(monkeypatch: pytest.MonkeyPatch,
     "autograd-lint: terminated" that is noise, and it is not printed."""
     import gc
 
-    from autograd_lint import cli
+    from autograd_lint.cli import entry as cli
 
     class HalfBuilt:
         def __del__(self) -> None:

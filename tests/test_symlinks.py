@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
-from autograd_lint.files import iter_python_files
+from autograd_lint.cli.entry import main
+from autograd_lint.core.files import iter_python_files
 
 from .test_cli import LEAKY
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autograd_lint.cli import main
-from autograd_lint.config import ConfigError, parse_table, parse_torch_version
-from autograd_lint.engine import lint_source
+from autograd_lint.cli.entry import main
+from autograd_lint.core.config import ConfigError, parse_table, parse_torch_version
+from autograd_lint.engine.lint import lint_source
 
 from .helpers import lint_tree
 
@@ -255,7 +255,7 @@ def test_set_output_grad_dtype_is_a_ctx_method_not_state() -> None:
                 (x,) = ctx.saved_tensors
                 return grad.to(x.dtype)
         ''')
-    from autograd_lint.registry import RULES
+    from autograd_lint.core.registry import RULES
 
     codes = {code for code, rule in RULES.items() if rule.family not in ("dynamic", "engine")}
     assert [f.code for f in lint_source(source, "m.py", codes=codes)

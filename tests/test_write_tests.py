@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from autograd_lint.core.registry import DYNAMIC_CODES
 from autograd_lint.dynamic.written_tests import WrittenTests, write_tests
-from autograd_lint.engine import SourceInput, lint_inputs
-from autograd_lint.registry import DYNAMIC_CODES
+from autograd_lint.engine.lint import SourceInput, lint_inputs
 
 from .helpers import FIXTURES
 

@@ -18,11 +18,11 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..model import all_parameter_defaults
+from ..core.model import all_parameter_defaults
 from .syntax import NOT_LITERAL, literal_value
 
 if TYPE_CHECKING:
-    from ..project import FunctionClass
+    from ..core.project import FunctionClass
 
 
 @dataclass(frozen=True)

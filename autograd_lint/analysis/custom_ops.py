@@ -15,11 +15,11 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..model import FunctionNode, ModuleInfo
+from ..core.model import FunctionNode, ModuleInfo
 from .syntax import last_name, parameters_of, schema_arguments
 
 if TYPE_CHECKING:
-    from ..project import Project
+    from ..core.project import Project
 
 
 _CUSTOM_OP_DECORATORS = frozenset({"custom_op", "triton_op"})

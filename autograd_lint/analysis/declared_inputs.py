@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from ..model import Scope
+from ..core.model import Scope
 from . import torch_api as api
 from .values import Kind, Value
 

@@ -28,7 +28,7 @@ import ast
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ..model import FunctionNode, ModuleInfo, Scope
+from ..core.model import FunctionNode, ModuleInfo, Scope
 from .custom_ops import CustomOp, declared_ops
 from .events import LeftAutograd, MethodFacts, Mutation, Return
 from .guards import (
@@ -47,7 +47,7 @@ from .triton_kernels import is_kernel, kernel_writes
 from .values import Value
 
 if TYPE_CHECKING:
-    from ..project import Project
+    from ..core.project import Project
 
 
 # Libraries whose functions are never summarized: torch's in-place API is

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping
 
-from ..model import FunctionNode
+from ..core.model import FunctionNode
 from .syntax import last_name, local_values, rebound_names
 
 _NO_HELPERS: Mapping[str, FunctionNode] = {}

@@ -16,7 +16,7 @@ import ast
 from dataclasses import replace
 from functools import cached_property
 
-from ..project import FunctionClass, Method
+from ..core.project import FunctionClass, Method
 from . import torch_api as api
 from .declared_inputs import annotation_kind, input_value, non_tensor_reason
 from .effects import effects_of

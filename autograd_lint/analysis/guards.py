@@ -18,7 +18,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..model import FunctionNode, parameter_defaults
+from ..core.model import FunctionNode, parameter_defaults
 from .syntax import assigned_names
 
 # A parameter's literal value at one call: a constant, or a tuple of constants.

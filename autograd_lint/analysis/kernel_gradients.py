@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..model import FunctionNode, ModuleInfo, Scope
-from ..project import FunctionClass, Method
+from ..core.model import FunctionNode, ModuleInfo, Scope
+from ..core.project import FunctionClass, Method
 from .effects import Effects, effects_of
 from .function_facts import FunctionFacts
 from .guards import call_binding

@@ -19,10 +19,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ..model import ClassInfo, ModuleInfo
+from ..core.model import ClassInfo, ModuleInfo
 
 if TYPE_CHECKING:
-    from ..project import FunctionClass, Project
+    from ..core.project import FunctionClass, Project
 
 OP_CALLBACK_CODES = frozenset({
     "AGF002",  # a non-tensor saved
@@ -41,7 +41,7 @@ OP_CALLBACK_CODES = frozenset({
 
 def op_functions(module: ModuleInfo, project: Project) -> list[FunctionClass]:
     """One Function view per autograd registration of an op of `module`."""
-    from ..project import FunctionClass, Method
+    from ..core.project import FunctionClass, Method
     from .op_model import module_ops, ops_index
 
     if module_ops(module, project) is None:

@@ -29,13 +29,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..model import FunctionNode, ModuleInfo, Scope
-from ..scan import REGISTRATION_WORDS, text_mentions_ops
+from ..core.model import FunctionNode, ModuleInfo, Scope
+from ..core.scan import REGISTRATION_WORDS, text_mentions_ops
 from .custom_ops import OpParameter, mutates_entries, parse_schema, return_aliases
 from .op_wrappers import FAKE_MAKERS, OP_MAKERS, factory_roles, wrapper_roles
 
 if TYPE_CHECKING:
-    from ..project import Project
+    from ..core.project import Project
 
 AUTOGRAD_MAKERS = frozenset({"torch.library.register_autograd"})
 LIBRARY_CLASS = "torch.library.Library"

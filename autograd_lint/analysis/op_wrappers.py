@@ -10,11 +10,11 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ..model import ModuleInfo, Scope
+from ..core.model import ModuleInfo, Scope
 
 if TYPE_CHECKING:
-    from ..model import FunctionNode
-    from ..project import Project
+    from ..core.model import FunctionNode
+    from ..core.project import Project
 
 OP_MAKERS = {"torch.library.custom_op": "custom_op", "torch.library.triton_op": "triton_op",
              "torch._library.custom_ops.custom_op": "custom_op",

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..model import all_parameter_defaults
+from ..core.model import all_parameter_defaults
 from .apply_calls import apply_calls
 from .events import CtxStore, MethodFacts, Mutation
 from .guards import Other, Symbol
@@ -35,7 +35,7 @@ from .syntax import is_hashable, literal_value
 from .values import Kind
 
 if TYPE_CHECKING:
-    from ..project import FunctionClass
+    from ..core.project import FunctionClass
     from .function_facts import FunctionFacts
 
 _MAX_RUNS = 16  # specialized runs per method; beyond that, every write counts

@@ -22,7 +22,7 @@ import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from ..model import FunctionNode
+from ..core.model import FunctionNode
 from .syntax import assigned_names, constant_index, rebound_names
 
 # Tensor methods that return a view sharing the receiver's memory, never a

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ..model import ModuleInfo, Scope, collect_imports
+from ..core.model import ModuleInfo, Scope, collect_imports
 from .events import CtxStore, Event, GradUse, Mutation
 from .guards import Symbol, evaluate
 from .values import Value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from ..model import FunctionNode
+from ..core.model import FunctionNode
 from .syntax import local_values
 
 # Methods whose result holds the receiver's values (in another view, copy,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 
-from ..model import FunctionNode
+from ..core.model import FunctionNode
 
 
 def constant_index(node: ast.expr) -> int | None:

@@ -6,15 +6,12 @@ tensor by accident.
 """
 from __future__ import annotations
 
-# The classes a custom Function derives from (RULES.md "What counts").
-FUNCTION_BASES = frozenset({
-    "torch.autograd.Function",
-    "torch.autograd.function.Function",
-    "torch.autograd.function.InplaceFunction",
-})
+# The classes a custom Function derives from and the methods autograd calls:
+# the model's, which tells which classes are Functions (re-exported here).
+from ..core.model import FUNCTION_BASES, SPECIAL_METHODS
 
-# Methods of a Function that autograd calls (all staticmethods in modern code).
-SPECIAL_METHODS = ("forward", "backward", "setup_context", "jvp", "vjp", "vmap")
+__all__ = ["FUNCTION_BASES", "SPECIAL_METHODS"]  # and the tables below
+
 # Methods whose first parameter is ctx.
 CTX_METHODS = frozenset({"backward", "vjp", "jvp", "setup_context"})
 BACKWARD_METHODS = ("backward", "vjp")

@@ -18,7 +18,7 @@ import ast
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..model import FunctionNode
+from ..core.model import FunctionNode
 from .guards import Binding, evaluate
 from .summaries import Write
 from .syntax import last_name, parameters_of

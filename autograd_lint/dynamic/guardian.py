@@ -37,7 +37,7 @@ import signal
 import sys
 import time
 
-from ..engine_workers import libc_prctl
+from ..engine.workers import libc_prctl
 
 PARENT_VARIABLE = "AUTOGRAD_LINT_WORKER_PARENT"  # the shield's pid, for the worker
 

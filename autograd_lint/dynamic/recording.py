@@ -233,8 +233,8 @@ class Recorder:
     def save(self) -> None:
         """Merge into the file (other processes, such as pytest-xdist workers,
         may write the same file: they take turns)."""
-        from ..cache import CACHE_DIR, make_cache_directory
-        from ..files import write_atomically
+        from ..core.files import write_atomically
+        from ..engine.cache import CACHE_DIR, make_cache_directory
 
         if not self.entries and not self.op_entries:
             return
@@ -299,8 +299,8 @@ def default_path(start: str | os.PathLike[str]) -> Path:
     """Where recordings go unless told: recorded-calls.json in the cache
     directory ($AUTOGRAD_LINT_CACHE_DIR, else .autograd_lint_cache/ at the
     project's root: its pyproject.toml's directory, else `start`)."""
-    from ..cache import CACHE_DIR
-    from ..config import ConfigFinder
+    from ..core.config import ConfigFinder
+    from ..engine.cache import CACHE_DIR
 
     directory = os.environ.get("AUTOGRAD_LINT_CACHE_DIR")
     if directory:
@@ -390,7 +390,7 @@ class RecordingError(ValueError):
 
 
 def read_recording(path: str | os.PathLike[str], *, strict: bool = True) -> dict[str, Any]:
-    from ..files import read_regular_file
+    from ..core.files import read_regular_file
 
     try:
         data = json.loads(read_regular_file(path).decode("utf-8"))

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
-from ..engine import FunctionTarget
-from ..findings import Finding
-from ..registry import DYNAMIC_CODES, RULES
+from ..core.findings import Finding
+from ..core.registry import DYNAMIC_CODES, RULES
+from ..engine.lint import FunctionTarget
 
 # Which dynamic checks settle which static rules (RULES.md, "confirmed").
 COVERED_BY: dict[str, frozenset[str]] = {

@@ -19,7 +19,7 @@ from typing import Any
 
 
 def _write(path: str, result: dict[str, Any]) -> None:
-    from ..files import write_atomically
+    from ..core.files import write_atomically
 
     write_atomically(path, json.dumps(result).encode("utf-8"))
 

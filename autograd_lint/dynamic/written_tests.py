@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import FunctionTarget
+from ..engine.lint import FunctionTarget
 from . import written_template as template
 from .runner import DEFAULT_TIMEOUT, DynamicOptions, ModuleJob, job_outcomes
 
@@ -67,7 +67,7 @@ def write_tests(targets: list[FunctionTarget], destination: str, *,
     the order given); `device`: where the tests run ("cpu", "cuda", or
     "auto": CUDA when the workers see it); `timeout`: seconds per target
     for finding its inputs. Raises OSError when the file cannot be written."""
-    from ..files import write_inside_project
+    from ..core.files import write_inside_project
 
     options = DynamicOptions(device=device, timeout=timeout, jobs=jobs,
                              triton_interpreter=triton_interpreter, recording=recording,
