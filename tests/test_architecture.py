@@ -179,7 +179,7 @@ def test_an_upward_import_is_found(tmp_path: Path, monkeypatch) -> None:
         (package / layer / "__init__.py").write_text("")
     (tmp_path / "checkers").mkdir()
     (package / "__init__.py").write_text("__version__ = '0'\n")
-    (package / "cli" / "main.py").write_text("from ..core.model import Model\n")
+    (package / "cli" / "entry.py").write_text("from ..core.model import Model\n")
     (package / "core" / "model.py").write_text(
         "from .. import __version__\n\n\nclass Model:\n    def run(self):\n"
         "        from ..cli.entry import main\n")

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .events import CtxEscape, CtxStore, DataAccess, Mutation
-from .recorder import Recorder
+from .recorder import Room
 from .syntax import constant_index
 from .values import Kind, Value, element_of, list_slots, tuple_of
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .walker import State
 
 
-class Binder(Recorder):
+class Binder(Room):
     """Assignments to names, tuples, attributes and subscripts."""
 
     def bind(self, target: ast.expr, value: Value, state: State, stmt: ast.AST,
@@ -36,35 +36,35 @@ class Binder(Recorder):
                                           item=value.item, is_list=True),
                       state, stmt, None)
         elif isinstance(target, ast.Attribute):
-            base = self.expr(target.value, state)
+            base = self.evaluator.expr(target.value, state)
             if target.attr == "data" and base.src != "ctx":
-                self._record(DataAccess(target, base))
+                self.run.record(DataAccess(target, base))
             if base.src == "ctx":
-                self._record(CtxStore(stmt, target.attr, value, value_node))
-            elif value.src == "ctx" and self._nonlocal(target.value, state):
-                self._record(CtxEscape(stmt, f"stored on `{ast.unparse(target.value)}`"))
+                self.run.record(CtxStore(stmt, target.attr, value, value_node))
+            elif value.src == "ctx" and self.declared_nonlocal(target.value, state):
+                self.run.record(CtxEscape(stmt, f"stored on `{ast.unparse(target.value)}`"))
         elif isinstance(target, ast.Subscript):
-            base = self.expr(target.value, state)
-            self.expr(target.slice, state)
-            if value.src == "ctx" and self._nonlocal(target.value, state):
-                self._record(CtxEscape(stmt, f"stored in `{ast.unparse(target.value)}`"))
+            base = self.evaluator.expr(target.value, state)
+            self.evaluator.expr(target.slice, state)
+            if value.src == "ctx" and self.declared_nonlocal(target.value, state):
+                self.run.record(CtxEscape(stmt, f"stored in `{ast.unparse(target.value)}`"))
             if base.seq:  # a list/dict slot is replaced: no tensor changes
                 self._store_item(target, base, value, state)
             else:
-                self._record(Mutation(stmt, target.value, base, "item assignment `[...] = ...`",
+                self.run.record(Mutation(stmt, target.value, base, "item assignment `[...] = ...`",
                                       False))
 
     def _bind_name(self, name: str, value: Value, state: State, stmt: ast.AST) -> None:
-        if name in self._globals and value.src == "ctx":
-            self._record(CtxEscape(stmt, f"assigned to the global `{name}`"))
-        if self._grad_off:
-            value = replace(value, taint=value.taint | self._off_taint())
+        if name in self.run.globals_declared and value.src == "ctx":
+            self.run.record(CtxEscape(stmt, f"assigned to the global `{name}`"))
+        if self.run.grad_off:
+            value = replace(value, taint=value.taint | self.run.off_taint())
         if value.kind in (Kind.TENSOR, Kind.TENSORISH) and not value.roots and not value.seq:
             # A new tensor: its own root, so that views of it can be recognised.
             value = replace(value, roots=frozenset({f"local:{name}"}), view=False)
         state.vars[name] = value
 
-    def _nonlocal(self, node: ast.expr, state: State) -> bool:
+    def declared_nonlocal(self, node: ast.expr, state: State) -> bool:
         """A container expression that lives beyond this call (a global, a closure)."""
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value

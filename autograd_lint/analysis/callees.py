@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from .events import LeftAutograd, Mutation
 from .markers import carries_gradient, is_gradient, param_names
-from .recorder import Recorder
+from .recorder import Room
 from .values import Kind, Value
 
 if TYPE_CHECKING:
@@ -33,15 +33,15 @@ def bind_arguments(node: ast.Call, summary: Summary, args: list[Value],
     return bound
 
 
-class CalleeEffects(Recorder):
+class CalleeEffects(Room):
     """Applies a callee's summary (effects.py) where it is called."""
 
-    def _left_in_callee(self, node: ast.Call, summary: Summary,
+    def left_in_callee(self, node: ast.Call, summary: Summary,
                         bound: dict[str, tuple[ast.expr, Value]]) -> frozenset[str]:
         """A helper whose result left autograd on a parameter (`.item()`, a
         no_grad block): an event here when the gradient (or a saved tensor) is
         what the call passes there."""
-        key = self._marker("left", node)
+        key = self.run.marker("left", node)
         fired = False
         for leave in summary.leaves:
             if leave.name not in bound:
@@ -50,13 +50,13 @@ class CalleeEffects(Recorder):
             carries = is_gradient(value) if leave.on_gradient else carries_gradient(value)
             if carries:
                 params = param_names(value.roots if leave.on_gradient else value.taint)
-                self._record(LeftAutograd(node, f"{leave.how} inside `{summary.callee}()`", key,
+                self.run.record(LeftAutograd(node, f"{leave.how} inside `{summary.callee}()`", key,
                                           params, leave.on_gradient))
                 fired = True
         return frozenset({key}) if fired else frozenset()
 
     @staticmethod
-    def _aliased_result(summary: Summary,
+    def aliased_result(summary: Summary,
                         bound: dict[str, tuple[ast.expr, Value]]) -> Value | None:
         """What a helper returns, when it may be (a view of) its arguments."""
         def alias(names: frozenset[str]) -> Value:
@@ -73,7 +73,7 @@ class CalleeEffects(Recorder):
             return alias(summary.result.whole)
         return None
 
-    def _callee_summary(self, node: ast.Call, state: State) -> Summary | None:
+    def callee_summary(self, node: ast.Call, state: State) -> Summary | None:
         """The summary of a helper or kernel launched here (effects.py), if any."""
         if isinstance(node.func, ast.Subscript):
             root = node.func.value
@@ -81,11 +81,11 @@ class CalleeEffects(Recorder):
                 root = root.value
             if not isinstance(root, ast.Name) or root.id in state.vars:
                 return None  # a local: `fns[i](x)`, `kernels[k][grid](...)` stay opaque
-        assert self.effects is not None
-        return self.effects.at_call(node, self.scope, self.module,
-                                    self._decided_arguments(node, state))
+        assert self.run.effects is not None
+        return self.run.effects.at_call(node, self.run.scope, self.run.module,
+                                    self.run.decided_arguments(node, state))
 
-    def _callee_writes(self, node: ast.Call, summary: Summary,
+    def callee_writes(self, node: ast.Call, summary: Summary,
                        bound: dict[str, tuple[ast.expr, Value]]) -> None:
         """The arguments the callee changes in place, as changes here."""
         for write in summary.writes:
@@ -103,5 +103,5 @@ class CalleeEffects(Recorder):
                 how = f"`{summary.callee}()` call (a collective on its `{write.name}`)"
             else:
                 how = f"`{summary.callee}()` call (it changes its `{write.name}` in place)"
-            self._record(Mutation(node, target, value, how, write.certain,
+            self.run.record(Mutation(node, target, value, how, write.certain,
                                   collective=write.collective))

@@ -26,7 +26,7 @@ from .events import (
     Mutation,
 )
 from .markers import carries_gradient, is_gradient, param_names, taint_of
-from .recorder import Recorder
+from .recorder import Room
 from .values import (
     NONE,
     NONTENSOR,
@@ -66,32 +66,32 @@ _CONTAINER_METHODS_STORING = frozenset({"append", "add", "extend", "insert", "se
                                         "update", "put", "put_nowait", "appendleft"})
 
 
-class CallInterpreter(Recorder):
+class CallInterpreter(Room):
     """`e_Call`: calls of torch's API, tensor methods, builtins and ctx methods."""
 
     def e_Call(self, node: ast.Call, state: State) -> Value:
         func = node.func
-        qualified = self.qualname(func, state) if isinstance(func, (ast.Name, ast.Attribute)) \
-            else None
+        qualified = self.evaluator.qualname(func, state) \
+            if isinstance(func, (ast.Name, ast.Attribute)) else None
         receiver: Value | None = None
         if qualified is None:
             if isinstance(func, ast.Attribute):
-                receiver = self.expr(func.value, state)
+                receiver = self.evaluator.expr(func.value, state)
             elif not isinstance(func, ast.Name):
-                self.expr(func, state)
-        args = [self.expr(a, state) for a in node.args]
-        kwargs = {kw.arg: self.expr(kw.value, state) for kw in node.keywords}
+                self.evaluator.expr(func, state)
+        args = [self.evaluator.expr(a, state) for a in node.args]
+        kwargs = {kw.arg: self.evaluator.expr(kw.value, state) for kw in node.keywords}
         if "out" in kwargs and qualified is not None and qualified.startswith("torch."):
             # `out=` writes into a tensor for torch's functions; elsewhere it is
             # just a keyword (`Context(out=out)`).
             out_node = next(kw.value for kw in node.keywords if kw.arg == "out")
-            self._record(Mutation(node, out_node, kwargs["out"], "`out=`", True))
-        summary = self._callee_summary(node, state) \
-            if self.effects is not None and receiver is None and not (
+            self.run.record(Mutation(node, out_node, kwargs["out"], "`out=`", True))
+        summary = self.callees.callee_summary(node, state) \
+            if self.run.effects is not None and receiver is None and not (
                 isinstance(func, ast.Name) and func.id in state.vars) else None
         bound = bind_arguments(node, summary, args, kwargs) if summary is not None else {}
         if summary is not None:
-            self._callee_writes(node, summary, bound)
+            self.callees.callee_writes(node, summary, bound)
         if receiver is not None:
             assert isinstance(func, ast.Attribute)
             result = self._method_call(node, func, receiver, args, kwargs, state)
@@ -102,23 +102,23 @@ class CallInterpreter(Recorder):
         elif isinstance(func, ast.Name) and func.id not in state.vars:
             result = self._builtin_call(node, func.id, args, state)
             taint = frozenset() if func.id in api.METADATA_BUILTINS \
-                and not self.scope.lookup(func.id)[0] else taint_of(*args, *kwargs.values())
+                and not self.run.scope.lookup(func.id)[0] else taint_of(*args, *kwargs.values())
         else:
             result = UNKNOWN
             taint = taint_of(*args, *kwargs.values())
         if summary is not None:
-            result = self._aliased_result(summary, bound) or result
-            taint = taint | self._left_in_callee(node, summary, bound)
+            result = self.callees.aliased_result(summary, bound) or result
+            taint = taint | self.callees.left_in_callee(node, summary, bound)
         return replace(result, taint=result.taint | taint)
 
     def _builtin_call(self, node: ast.Call, name: str, args: list[Value], state: State) -> Value:
-        found, _ = self.scope.lookup(name)
+        found, _ = self.run.scope.lookup(name)
         if found:
             return UNKNOWN  # a module-level def or import shadows the builtin
         if name == "setattr" and len(args) == 3 and args[0].src == "ctx":
             attr = node.args[1]
             if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
-                self._record(CtxStore(node, attr.value, args[2], node.args[2]))
+                self.run.record(CtxStore(node, attr.value, args[2], node.args[2]))
             return NONE
         if name in ("float", "int") and len(args) == 1 and args[0].kind is Kind.TENSOR:
             return self._leaving(node, f"`{name}()` of a tensor", args[0])
@@ -138,27 +138,27 @@ class CallInterpreter(Recorder):
         if receiver.src == "ctx":
             return self._ctx_call(node, name, args, state)
         if name in _CONTAINER_METHODS_STORING and any(a.src == "ctx" for a in args) and \
-                self._nonlocal(func.value, state):
-            self._record(CtxEscape(node, f"stored in `{ast.unparse(func.value)}`"))
+                self.binder.declared_nonlocal(func.value, state):
+            self.run.record(CtxEscape(node, f"stored in `{ast.unparse(func.value)}`"))
         if receiver.seq:
             return self._container_call(node, func, receiver, args, state)
         if name in EVIDENCE_METHODS or (name.endswith("_") and not name.startswith("__")
                                         and name not in _AMBIGUOUS_METHODS):
-            self._evidence(receiver)
+            self.run.add_evidence(receiver)
         if name in api.TENSOR_ARGUMENTS_OF_METHODS and (
                 receiver.kind is Kind.TENSOR or name not in _AMBIGUOUS_METHODS):
-            self._evidence(receiver)  # `gather`, `scatter_add`: names only tensors have
-            self._tensor_arguments(api.TENSOR_ARGUMENTS_OF_METHODS[name], args, kwargs)
+            self.run.add_evidence(receiver)  # `gather`, `scatter_add`: names only tensors have
+            self.run.tensor_arguments(api.TENSOR_ARGUMENTS_OF_METHODS[name], args, kwargs)
         if name == "backward":
             # `t.backward(g)`; `Other.backward(ctx, g)` is a Function's backward.
             if not any(a.src == "ctx" for a in args):
-                self._record(BackwardCall(node))
+                self.run.record(BackwardCall(node))
             return UNKNOWN
         if name.endswith("_") and not name.startswith("__") and name not in api.NOT_INPLACE_METHODS:
             return self._inplace_method(node, func, name, receiver, state)
         if name in api.NOT_INPLACE_METHODS:
             return replace(receiver, kind=Kind.TENSOR)  # `x.requires_grad_()` returns x
-        self._grad_uses(node, state, receiver)
+        self.run.grad_uses(node, state, receiver)
         tensor_receiver = receiver.kind in (Kind.TENSOR, Kind.TENSORISH)
         if name in _LEAVING_METHODS:
             return self._leaving(node, f"`.{name}()`", receiver)
@@ -192,7 +192,7 @@ class CallInterpreter(Recorder):
         if name in api.TENSOR_METHODS:
             if not certain:  # argmax/argsort/comparisons: integral whatever the receiver
                 return Value(Kind.UNKNOWN, integral=name in api.INTEGRAL_METHODS)
-            self._record(Compute(node))
+            self.run.record(Compute(node))
             return Value(Kind.TENSOR, integral=name in api.INTEGRAL_METHODS or (
                 receiver.integral and name not in _FLOAT_RESULTS),
                 scalar=_scalar_method(name, receiver, args, kwargs))
@@ -201,7 +201,7 @@ class CallInterpreter(Recorder):
     def _inplace_method(self, node: ast.Call, func: ast.Attribute, name: str, receiver: Value,
                         state: State) -> Value:
         if not _self_copy(name, func.value, node):
-            self._record(Mutation(node, func.value, receiver, f"`.{name}()`", True))
+            self.run.record(Mutation(node, func.value, receiver, f"`.{name}()`", True))
         result = replace(receiver, kind=Kind.TENSOR)
         if isinstance(func.value, ast.Name) and receiver.kind is Kind.UNKNOWN \
                 and func.value.id in state.vars:
@@ -212,8 +212,8 @@ class CallInterpreter(Recorder):
     def _detach(self, node: ast.Call, receiver: Value) -> Value:
         taint = receiver.taint
         if is_gradient(receiver):
-            key = self._marker("left", node)
-            self._record(LeftAutograd(node, "`.detach()` of the gradient", key,
+            key = self.run.marker("left", node)
+            self.run.record(LeftAutograd(node, "`.detach()` of the gradient", key,
                                       param_names(receiver.roots), True))
             taint = taint | {key}
         return Value(Kind.TENSOR, receiver.roots, view=True, detached=True, taint=taint,
@@ -224,8 +224,8 @@ class CallInterpreter(Recorder):
         outside autograd (integer tensors never carry a gradient)."""
         taint = receiver.taint
         if carries_gradient(receiver):
-            key = self._marker("left", node)
-            self._record(LeftAutograd(node, how, key, param_names(taint)))
+            key = self.run.marker("left", node)
+            self.run.record(LeftAutograd(node, how, key, param_names(taint)))
             taint = taint | {key}
         return Value(Kind.NONTENSOR, taint=taint)
 
@@ -244,10 +244,10 @@ class CallInterpreter(Recorder):
                         isinstance(arg_node, ast.Starred))
                        for arg_node, value in zip(node.args, args, strict=False)]
             prior = state.add_fact(name, node)
-            self._record(CtxCall(node, name, entries, prior))
+            self.run.record(CtxCall(node, name, entries, prior))
             if name in CTX_SAVE_METHODS:
                 for value in args:
-                    self._evidence(value)
+                    self.run.add_evidence(value)
             return NONE
         return UNKNOWN
 
@@ -257,37 +257,37 @@ class CallInterpreter(Recorder):
         if qualified in api.INPLACE_COLLECTIVES:
             index = api.INPLACE_COLLECTIVES[qualified]
             if index < len(node.args):
-                self._record(Mutation(node, node.args[index], args[index], f"`{last}()`", True,
+                self.run.record(Mutation(node, node.args[index], args[index], f"`{last}()`", True,
                                       collective=True))
         elif qualified.startswith("torch.") and last.endswith("_") and not last.startswith("__") \
                 and node.args and last not in api.NOT_INPLACE_METHODS:
-            self._record(Mutation(node, node.args[0], args[0], f"`{qualified}()`", True))
+            self.run.record(Mutation(node, node.args[0], args[0], f"`{qualified}()`", True))
         elif qualified.startswith("torch.nn.functional.") and node.args and any(
                 kw.arg == "inplace" and isinstance(kw.value, ast.Constant)
                 and kw.value.value is True for kw in node.keywords):
-            self._record(Mutation(node, node.args[0], args[0], f"`{last}(..., inplace=True)`",
+            self.run.record(Mutation(node, node.args[0], args[0], f"`{last}(..., inplace=True)`",
                                   True))
         if qualified in ("torch.autograd.backward",):
-            self._record(BackwardCall(node))
+            self.run.record(BackwardCall(node))
         if qualified in api.TENSOR_ARG_FUNCTIONS and args:
-            self._evidence(args[0])
+            self.run.add_evidence(args[0])
         if qualified in api.TENSOR_ARGUMENTS_OF_FUNCTIONS:
-            self._tensor_arguments(api.TENSOR_ARGUMENTS_OF_FUNCTIONS[qualified], args, kwargs)
+            self.run.tensor_arguments(api.TENSOR_ARGUMENTS_OF_FUNCTIONS[qualified], args, kwargs)
         if qualified in api.TENSOR_SEQUENCE_FUNCTIONS and args and args[0].elems:
             for value in args[0].elems:
-                self._evidence(value)
+                self.run.add_evidence(value)
         carrying = [v for v in (*args, *kwargs.values()) if carries_gradient(v)] \
             if qualified.startswith("numpy.") else []
         if carrying:
-            key = self._marker("left", node)
-            self._record(LeftAutograd(node, f"`{qualified.replace('numpy', 'np', 1)}()`", key,
+            key = self.run.marker("left", node)
+            self.run.record(LeftAutograd(node, f"`{qualified.replace('numpy', 'np', 1)}()`", key,
                                       param_names(taint_of(*carrying))))
             return Value(Kind.UNKNOWN, taint=frozenset({key}))
         result = self._torch_result(node, qualified, last, args, kwargs)
         if result.kind in (Kind.TENSOR, Kind.TENSORISH) and not result.view and \
                 qualified.startswith("torch."):
-            self._grad_uses(node, state, *args)
-            self._record(Compute(node))
+            self.run.grad_uses(node, state, *args)
+            self.run.record(Compute(node))
         return result
 
     @staticmethod

@@ -12,7 +12,7 @@ from functools import reduce
 from . import torch_api as api
 from .events import SAVED_ATTRS, Compute, CtxRead, DataAccess, GradRead, LeftAutograd
 from .markers import FROM_SAVED, OWN_SAVED, is_gradient, param_names, taint_of
-from .recorder import Recorder
+from .recorder import Room
 from .syntax import constant_index, constant_slice, literal_text
 from .values import (
     NONE,
@@ -28,12 +28,14 @@ from .values import (
 from .walker import State, assume, join_states
 
 
-class ExpressionEvaluator(Recorder):
+class ExpressionEvaluator(Room):
     """The value of every expression but a call, in the state of its path."""
 
     def expr(self, node: ast.expr | None, state: State) -> Value:
         if node is None:
             return NONE
+        if isinstance(node, ast.Call):  # the calls room's (calls.py)
+            return self.calls.e_Call(node, state)
         handler = getattr(self, "e_" + type(node).__name__, None)
         if handler is not None:
             return handler(node, state)
@@ -49,7 +51,7 @@ class ExpressionEvaluator(Recorder):
             root = root.value
         if not isinstance(root, ast.Name) or root.id in state.vars:
             return None
-        return self.scope.resolve(node)
+        return self.run.scope.resolve(node)
 
     def e_Constant(self, node: ast.Constant, state: State) -> Value:
         if node.value is None:
@@ -73,7 +75,7 @@ class ExpressionEvaluator(Recorder):
 
     def e_NamedExpr(self, node: ast.NamedExpr, state: State) -> Value:
         value = self.expr(node.value, state)
-        self.bind(node.target, value, state, node, node.value)
+        self.binder.bind(node.target, value, state, node, node.value)
         return value
 
     def e_Starred(self, node: ast.Starred, state: State) -> Value:
@@ -123,11 +125,12 @@ class ExpressionEvaluator(Recorder):
         inner = state.copy()
         result = UNKNOWN
         for _ in range(2):  # the body may run many times: a second pass sees the first
-            self.bind(first.target, element_of(iterable), inner, node, None)
+            self.binder.bind(first.target, element_of(iterable), inner, node, None)
             for condition in first.ifs:
                 self.expr(condition, inner)
             for gen in node.generators[1:]:
-                self.bind(gen.target, element_of(self.expr(gen.iter, inner)), inner, node, None)
+                self.binder.bind(gen.target, element_of(self.expr(gen.iter, inner)), inner, node,
+                                 None)
                 for condition in gen.ifs:
                     self.expr(condition, inner)
             if isinstance(node, ast.DictComp):
@@ -146,11 +149,11 @@ class ExpressionEvaluator(Recorder):
 
     def e_IfExp(self, node: ast.IfExp, state: State) -> Value:
         test = self.expr(node.test, state)
-        decided = self._decided_truth(node.test, state)
+        decided = self.run.decided_truth(node.test, state)
         if decided is not None:  # a run specialized to the caller's flags
             return self.expr(node.body if decided else node.orelse, state)
         left_state, right_state = state.copy(), state.copy()
-        flag = self._caller_flag(node.test, test)
+        flag = self.walker.caller_flag(node.test, test)
         if flag is not None:  # `(x.sub_(m) if valid is not None else ...)` knows what x is
             assume(left_state, flag[0], not flag[1])
             assume(right_state, flag[0], flag[1])
@@ -182,8 +185,8 @@ class ExpressionEvaluator(Recorder):
         if operand.literal:
             return Value(Kind.NONTENSOR, literal=True, text=literal_text(node))
         if operand.kind in (Kind.TENSOR, Kind.TENSORISH):
-            self._grad_uses(node, state, operand)
-            self._record(Compute(node))
+            self.run.grad_uses(node, state, operand)
+            self.run.record(Compute(node))
             return Value(Kind.TENSOR, taint=taint, integral=operand.integral,
                          scalar=operand.scalar)
         if operand.kind is Kind.NONTENSOR:
@@ -199,7 +202,7 @@ class ExpressionEvaluator(Recorder):
             self._none_tests(node, values, state)
             return replace(NONTENSOR, taint=taint)
         if any(v.kind in (Kind.TENSOR, Kind.TENSORISH) for v in values):
-            self._grad_uses(node, state, *values)
+            self.run.grad_uses(node, state, *values)
             return Value(Kind.TENSOR, taint=taint, integral=True)  # a boolean mask
         if all(v.kind is Kind.NONTENSOR for v in values):
             return replace(NONTENSOR, taint=taint)
@@ -224,16 +227,16 @@ class ExpressionEvaluator(Recorder):
         left = self.expr(node.left, state)
         right = self.expr(node.right, state)
         if isinstance(node.op, ast.MatMult):
-            self._evidence(left)
-            self._evidence(right)
+            self.run.add_evidence(left)
+            self.run.add_evidence(right)
         if not (left.seq or right.seq):
-            self._grad_uses(node, state, left, right)
-        result = self._binop(type(node.op), left, right, node)
+            self.run.grad_uses(node, state, left, right)
+        result = self.binop(type(node.op), left, right, node)
         if result.kind in (Kind.TENSOR, Kind.TENSORISH):
-            self._record(Compute(node))
+            self.run.record(Compute(node))
         return result
 
-    def _binop(self, op: type, left: Value, right: Value, node: ast.AST) -> Value:
+    def binop(self, op: type, left: Value, right: Value, node: ast.AST) -> Value:
         taint = left.taint | right.taint
         if left.seq or right.seq:
             right_node = node.right if isinstance(node, ast.BinOp) else getattr(node, "value", None)
@@ -294,7 +297,7 @@ class ExpressionEvaluator(Recorder):
             element = element_of(base)
             return replace(element, roots=item_roots(base, index))
         if base.kind in (Kind.TENSOR, Kind.TENSORISH) and not base.seq:
-            self._grad_uses(node, state, base)
+            self.run.grad_uses(node, state, base)
             # Basic indexing (ints, slices, None, ...) is a view; indexing with
             # tensors, masks or lists (advanced indexing) copies.
             advanced = _advanced_index(node.slice, index_value)
@@ -316,18 +319,18 @@ class ExpressionEvaluator(Recorder):
         if base.src == "ctx":
             return self._ctx_attribute(node, attr, state)
         if attr in api.STRONG_TENSOR_ATTRIBUTES:
-            self._evidence(base)
+            self.run.add_evidence(base)
         if attr != "grad":
-            self._grad_uses(node, state, base)
+            self.run.grad_uses(node, state, base)
         if attr in api.NON_TENSOR_ATTRIBUTES:
             return NONTENSOR  # sizes and dtypes carry no gradient
         if attr == "data":
             # No tensor evidence: project classes have `data` attributes too.
-            self._record(DataAccess(node, base))
+            self.run.record(DataAccess(node, base))
             taint = base.taint
             if is_gradient(base):
-                key = self._marker("left", node)
-                self._record(LeftAutograd(node, "`.data` of the gradient", key,
+                key = self.run.marker("left", node)
+                self.run.record(LeftAutograd(node, "`.data` of the gradient", key,
                                           param_names(base.roots), True))
                 taint = taint | {key}
             kind = Kind.TENSOR if base.kind.holds_tensor else Kind.UNKNOWN
@@ -343,8 +346,8 @@ class ExpressionEvaluator(Recorder):
             # something else on some path (a list's element of unknown kind).
             if not base.detached and base.kind.holds_tensor and \
                     ("saved" in base.roots or OWN_SAVED in base.roots):
-                key = self._marker("acc", node)
-                self._record(GradRead(node, key))
+                key = self.run.marker("acc", node)
+                self.run.record(GradRead(node, key))
                 taint = taint | {key}
             return Value(Kind.TENSOR, maybe_none=True, taint=taint)
         return replace(UNKNOWN, taint=base.taint)
@@ -352,11 +355,11 @@ class ExpressionEvaluator(Recorder):
     def _ctx_attribute(self, node: ast.Attribute, attr: str, state: State) -> Value:
         if attr in SAVED_ATTRS:
             prior = state.add_fact("saved_tensors", node)
-            self._record(CtxRead(node, attr, prior))
-            return saved_tensors_value(self.saved_layout)
+            self.run.record(CtxRead(node, attr, prior))
+            return saved_tensors_value(self.run.saved_layout)
         if attr == "needs_input_grad":
             return Value(Kind.NONTENSOR, seq=True)
-        if self.decided is not None and f"ctx.{attr}" in self.decided:
+        if self.run.decided is not None and f"ctx.{attr}" in self.run.decided:
             return Value(Kind.NONTENSOR, src=f"decided:ctx.{attr}")  # a caller's flag
         return Value(Kind.UNKNOWN, frozenset({f"ctx:{attr}"}), src=f"ctx.{attr}")
 

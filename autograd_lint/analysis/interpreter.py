@@ -14,8 +14,9 @@ store, a ctx method call, an in-place change, a return, a value leaving
 autograd, ...) with the values involved, and the checkers decide what is a
 finding.
 
-It is composed of rooms, one per concern, over a shared base (recorder.py:
-the method, its scope, the record of events and evidence):
+It is composed of rooms, one per concern, each given the one state of the
+run (recorder.py's `Recorder`: the method, its scope, the record of events
+and evidence) and the other rooms it asks:
 
 - walker.py: statements, branches, loops, joins of paths and path facts;
 - binding.py: assignments to names, tuples, attributes and subscripts;
@@ -29,7 +30,9 @@ What it records is in events.py; the markers values carry in markers.py.
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
+from ..core.model import FunctionNode, ModuleInfo, Scope
 from .binding import Binder
 from .callees import CalleeEffects
 from .calls import EVIDENCE_METHODS, CallInterpreter, values_and_indices
@@ -55,8 +58,13 @@ from .events import (
 )
 from .expressions import ExpressionEvaluator, saved_tensors_value
 from .markers import FROM_GRAD, FROM_SAVED, OWN_SAVED
+from .recorder import Recorder
 from .syntax import constant_index, own_nodes
+from .values import Value
 from .walker import State, StatementWalker, join_states
+
+if TYPE_CHECKING:
+    from .effects import Effects
 
 # What other modules (checkers, FunctionFacts, effect summaries) import from here.
 __all__ = [
@@ -68,13 +76,27 @@ __all__ = [
 ]
 
 
-class Interpreter(StatementWalker, Binder, ExpressionEvaluator, CallInterpreter, CalleeEffects):
-    """Runs over one method body; see the module docstring. Constructed with
-    the method, its scope and its parameters' values (`Recorder.__init__`)."""
+class Interpreter:
+    """Runs over one method body; see the module docstring. One `Recorder`
+    (recorder.py: the method, its scope, its parameters' values and the
+    record of the run) is the state every room is given."""
+
+    def __init__(self, module: ModuleInfo, scope: Scope, node: FunctionNode,
+                 initial: dict[str, Value], saved_layout: tuple[Value, ...] | None = None,
+                 effects: Effects | None = None, decided: dict[str, object] | None = None
+                 ) -> None:
+        self.state = Recorder(module, scope, node, initial, saved_layout, effects, decided)
+        rooms = (StatementWalker(self.state), Binder(self.state),
+                 ExpressionEvaluator(self.state), CallInterpreter(self.state),
+                 CalleeEffects(self.state))
+        for room in rooms:
+            room.walker, room.binder, room.evaluator, room.calls, room.callees = rooms
+        self.walker = rooms[0]
 
     def run(self) -> MethodFacts:
-        state = State(dict(self.initial))
-        end = self.block(self.node.body, state)
-        events = sorted(self._events.values(), key=event_position)
-        has_yield = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(self.node))
-        return MethodFacts(events, self.evidence, end is not None, has_yield)
+        run = self.state
+        state = State(dict(run.initial))
+        end = self.walker.block(run.node.body, state)
+        events = sorted(run.events.values(), key=event_position)
+        has_yield = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(run.node))
+        return MethodFacts(events, run.evidence, end is not None, has_yield)

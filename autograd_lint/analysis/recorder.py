@@ -1,12 +1,14 @@
-"""What every room of the interpreter shares: the method being run, its
-scope, the callees' summaries, the enclosing loops and no_grad blocks, and the
-record of the run (its events and the inputs found used as tensors).
+"""The one state every room of the interpreter works on, and the rooms' base.
 
-`Interpreter` (interpreter.py) composes the rooms over this base: the walker
+`Recorder` is the state of a run over a method body: the method, its scope,
+the callees' summaries, the enclosing loops and no_grad blocks, and the record
+of the run (its events and the inputs found used as tensors). `Interpreter`
+(interpreter.py) makes one and passes it to each room: the walker
 (walker.py), binding (binding.py), expressions (expressions.py), calls
-(calls.py) and callees' summaries at call sites (callees.py). The rooms call
-one another through `self`; what they ask of one another is declared at the
-end of `Recorder`, for the reader (and type checkers).
+(calls.py) and callees' summaries at call sites (callees.py). A room reads
+and records through `self.run` and asks another room by name
+(`self.evaluator.expr(...)`), never through attributes of its own that
+another room set.
 """
 from __future__ import annotations
 
@@ -22,9 +24,12 @@ UNDECIDED = object()  # a value a specialized run does not know
 _NO_VALUE = Value()
 
 if TYPE_CHECKING:
+    from .binding import Binder
+    from .callees import CalleeEffects
+    from .calls import CallInterpreter
     from .effects import Effects
-    from .summaries import Summary
-    from .walker import State
+    from .expressions import ExpressionEvaluator
+    from .walker import State, StatementWalker
 
 
 class Recorder:
@@ -46,15 +51,15 @@ class Recorder:
         self.node = node
         self.initial = initial
         self.saved_layout = saved_layout
-        self._events: dict[tuple[type, int, object], Event] = {}
+        self.events: dict[tuple[type, int, object], Event] = {}
         self.evidence: set[str] = set()
-        self._loops: list[tuple[list[State], list[State]]] = []
-        self._grad_off: list[str] = []  # taint keys of enclosing no_grad blocks
-        self._globals: set[str] = set()
+        self.loops: list[tuple[list[State], list[State]]] = []
+        self.grad_off: list[str] = []  # taint keys of enclosing no_grad blocks
+        self.globals_declared: set[str] = set()
         args = node.args
-        self._parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        self.parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
 
-    def _record(self, event: Event) -> None:
+    def record(self, event: Event) -> None:
         # Keyed by node: a loop's last (fixpoint) pass overwrites earlier passes.
         # One node may hold several events (`ctx.a, ctx.b = a, b`; `g1 + g2`).
         if isinstance(event, CtxStore):
@@ -65,37 +70,37 @@ class Recorder:
             detail = event.root
         else:
             detail = 0
-        self._events[(type(event), id(event.node), detail)] = event
+        self.events[(type(event), id(event.node), detail)] = event
 
-    def _marker(self, prefix: str, node: ast.AST) -> str:
+    def marker(self, prefix: str, node: ast.AST) -> str:
         return f"{prefix}:{getattr(node, 'lineno', 0)}:{getattr(node, 'col_offset', 0)}"
 
-    def _evidence(self, value: Value) -> None:
+    def add_evidence(self, value: Value) -> None:
         if value.src and value.src.startswith("input:"):
             self.evidence.add(value.src[6:])
 
-    def _tensor_arguments(self, where: tuple[int | str, ...], args: list[Value],
+    def tensor_arguments(self, where: tuple[int | str, ...], args: list[Value],
                           kwargs: dict[str | None, Value]) -> None:
         """Evidence from arguments in positions that only take tensors."""
         for place in where:
             value = args[place] if isinstance(place, int) and place < len(args) else \
                 kwargs.get(place) if isinstance(place, str) else None
             if value is not None:
-                self._evidence(value)
+                self.add_evidence(value)
 
-    def _grad_uses(self, node: ast.AST, state: State, *values: Value) -> None:
+    def grad_uses(self, node: ast.AST, state: State, *values: Value) -> None:
         """Record gradient arguments used as tensors by this operation."""
         tested = state.facts.get("none_tested", frozenset())
         for value in values:
             for root in value.roots:
                 if root.startswith("grad:"):
                     name = root[5:]
-                    self._record(GradUse(node, name, name in tested))
+                    self.record(GradUse(node, name, name in tested))
 
-    def _off_taint(self) -> frozenset[str]:
-        return frozenset(self._grad_off)
+    def off_taint(self) -> frozenset[str]:
+        return frozenset(self.grad_off)
 
-    def _decided_value(self, node: ast.expr, state: State) -> object:
+    def decided_value(self, node: ast.expr, state: State) -> object:
         """In a specialized run, the decided value a parameter (not rebound
         since) or a ctx attribute holds; `UNDECIDED` otherwise."""
         if self.decided is None:
@@ -112,15 +117,15 @@ class Recorder:
             return self.decided.get(f"ctx.{node.attr}", UNDECIDED)
         return UNDECIDED
 
-    def _decided_truth(self, test: ast.expr, state: State) -> bool | None:
+    def decided_truth(self, test: ast.expr, state: State) -> bool | None:
         """Whether a branch test holds in a specialized run (None: unknown)."""
         if self.decided is None:
             return None
         binding: dict[str, object] = {}
         for node in ast.walk(test):
-            value = self._decided_value(node, state)  # type: ignore[arg-type]
+            value = self.decided_value(node, state)  # type: ignore[arg-type]
             if value is UNDECIDED:
-                value = self._constant_symbol(node, state)
+                value = self.constant_symbol(node, state)
             if value is UNDECIDED:
                 continue
             key = node.id if isinstance(node, ast.Name) else \
@@ -128,7 +133,7 @@ class Recorder:
             binding[key] = value
         return evaluate(test, binding) if binding else None
 
-    def _constant_symbol(self, node: ast.AST, state: State) -> object:
+    def constant_symbol(self, node: ast.AST, state: State) -> object:
         """`Mode.FAST` (a module-level name's attribute, not a local's): the
         constant it names, as a Symbol a flag's default can equal."""
         if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)) or \
@@ -137,42 +142,28 @@ class Recorder:
         qualified = self.scope.resolve(node)
         return Symbol(qualified) if qualified is not None else UNDECIDED
 
-    def _decided_arguments(self, call: ast.Call, state: State) -> dict[int, object] | None:
+    def decided_arguments(self, call: ast.Call, state: State) -> dict[int, object] | None:
         """The arguments of a call whose values a specialized run decided."""
         if self.decided is None:
             return None
         known = {}
         for argument in (*call.args, *(k.value for k in call.keywords)):
-            value = self._decided_value(argument, state)
+            value = self.decided_value(argument, state)
             if value is not UNDECIDED:
                 known[id(argument)] = value
         return known or None
 
-    if TYPE_CHECKING:
-        # What the rooms ask of one another.
-        def block(self, body: list[ast.stmt], state: State | None) -> State | None: ...
 
-        def bind(self, target: ast.expr, value: Value, state: State, stmt: ast.AST,
-                 value_node: ast.expr | None) -> None: ...
+class Room:
+    """A room of the interpreter: the run's state it works on (`run`, the one
+    `Recorder` of the run) and the other rooms it asks, each by its concern
+    (set by `Interpreter` once all are made)."""
 
-        def _nonlocal(self, node: ast.expr, state: State) -> bool: ...
+    walker: StatementWalker
+    binder: Binder
+    evaluator: ExpressionEvaluator
+    calls: CallInterpreter
+    callees: CalleeEffects
 
-        def _caller_flag(self, test: ast.expr, value: Value) -> tuple[str, bool] | None: ...
-
-        def expr(self, node: ast.expr | None, state: State) -> Value: ...
-
-        def qualname(self, node: ast.expr, state: State) -> str | None: ...
-
-        def _binop(self, op: type, left: Value, right: Value, node: ast.AST) -> Value: ...
-
-        def _callee_summary(self, node: ast.Call, state: State) -> Summary | None: ...
-
-        def _callee_writes(self, node: ast.Call, summary: Summary,
-                           bound: dict[str, tuple[ast.expr, Value]]) -> None: ...
-
-        @staticmethod
-        def _aliased_result(summary: Summary,
-                            bound: dict[str, tuple[ast.expr, Value]]) -> Value | None: ...
-
-        def _left_in_callee(self, node: ast.Call, summary: Summary,
-                            bound: dict[str, tuple[ast.expr, Value]]) -> frozenset[str]: ...
+    def __init__(self, run: Recorder) -> None:
+        self.run = run

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from . import torch_api as api
 from .events import CtxEscape, LeftAutograd, Mutation, Return
-from .recorder import Recorder
+from .recorder import Room
 from .syntax import constant_index
 from .values import (
     NONE,
@@ -123,7 +123,7 @@ _OPERATORS = {
 }
 
 
-class StatementWalker(Recorder):
+class StatementWalker(Room):
     """The statement handlers (`s_<node type>`), loops and branch joins."""
 
     def block(self, body: list[ast.stmt], state: State | None) -> State | None:
@@ -137,23 +137,23 @@ class StatementWalker(Recorder):
     def _generic_stmt(self, stmt: ast.stmt, state: State) -> State | None:
         for child in ast.iter_child_nodes(stmt):
             if isinstance(child, ast.expr):
-                self.expr(child, state)
+                self.evaluator.expr(child, state)
         return state
 
     def s_Expr(self, node: ast.Expr, state: State) -> State:
-        self.expr(node.value, state)
+        self.evaluator.expr(node.value, state)
         return state
 
     def s_Assign(self, node: ast.Assign, state: State) -> State:
-        value = self.expr(node.value, state)
+        value = self.evaluator.expr(node.value, state)
         for target in node.targets:
-            self.bind(target, value, state, node, node.value)
+            self.binder.bind(target, value, state, node, node.value)
         return state
 
     def s_AnnAssign(self, node: ast.AnnAssign, state: State) -> State:
         if node.value is not None:
-            value = self.expr(node.value, state)
-            self.bind(node.target, value, state, node, node.value)
+            value = self.evaluator.expr(node.value, state)
+            self.binder.bind(node.target, value, state, node, node.value)
         return state
 
     def s_AugAssign(self, node: ast.AugAssign, state: State) -> State:
@@ -161,51 +161,51 @@ class StatementWalker(Recorder):
         op = _OPERATORS.get(type(node.op), "?")
         if isinstance(target, ast.Name):
             current = state.vars.get(target.id, UNKNOWN)
-            operand = self.expr(node.value, state)
+            operand = self.evaluator.expr(node.value, state)
             if not (current.seq or operand.seq):  # `t += (x,)` builds a new tuple
-                self._record(Mutation(node, target, current, f"`{target.id} {op}= ...`", False))
-            self._grad_uses(node, state, current, operand)
-            result = self._binop(type(node.op), current, operand, node)
+                self.run.record(Mutation(node, target, current, f"`{target.id} {op}= ...`", False))
+            self.run.grad_uses(node, state, current, operand)
+            result = self.evaluator.binop(type(node.op), current, operand, node)
             state.vars[target.id] = replace(
                 current, kind=result.kind, elems=result.elems, seq=result.seq, literal=False,
-                text=None, taint=current.taint | result.taint | self._off_taint())
+                text=None, taint=current.taint | result.taint | self.run.off_taint())
         elif isinstance(target, ast.Subscript):
-            base = self.expr(target.value, state)
-            self.expr(target.slice, state)
-            operand = self.expr(node.value, state)
-            self._grad_uses(node, state, operand)
+            base = self.evaluator.expr(target.value, state)
+            self.evaluator.expr(target.slice, state)
+            operand = self.evaluator.expr(node.value, state)
+            self.run.grad_uses(node, state, operand)
             if base.seq:
                 # `grads[i] += g` on a list: the element tensor changes in place.
                 element = replace(element_of(base),
                                   roots=item_roots(base, constant_index(target.slice)))
-                self._record(Mutation(node, target, element, f"`[...] {op}= ...`", False))
+                self.run.record(Mutation(node, target, element, f"`[...] {op}= ...`", False))
             else:
-                self._record(Mutation(node, target.value, base, f"`[...] {op}= ...`", False))
+                self.run.record(Mutation(node, target.value, base, f"`[...] {op}= ...`", False))
         elif isinstance(target, ast.Attribute):
-            base = self.expr(target.value, state)
-            self.expr(node.value, state)
+            base = self.evaluator.expr(target.value, state)
+            self.evaluator.expr(node.value, state)
             if target.attr == "data":
-                self._record(Mutation(node, target.value, base, f"`.data {op}= ...`", True))
+                self.run.record(Mutation(node, target.value, base, f"`.data {op}= ...`", True))
         return state
 
     def s_Return(self, node: ast.Return, state: State) -> None:
-        value = self.expr(node.value, state) if node.value is not None else NONE
-        if self._grad_off:
-            value = replace(value, taint=value.taint | self._off_taint())
+        value = self.evaluator.expr(node.value, state) if node.value is not None else NONE
+        if self.run.grad_off:
+            value = replace(value, taint=value.taint | self.run.off_taint())
         elements = list(node.value.elts) if isinstance(node.value, ast.Tuple) else None
-        self._record(Return(node, value, elements))
+        self.run.record(Return(node, value, elements))
         if value.src == "ctx" or any(e.src == "ctx" for e in value.elems or ()):
-            self._record(CtxEscape(node, "returned"))
+            self.run.record(CtxEscape(node, "returned"))
         return None
 
     def s_Raise(self, node: ast.Raise, state: State) -> None:
         if node.exc is not None:
-            self.expr(node.exc, state)
+            self.evaluator.expr(node.exc, state)
         return None
 
     def s_If(self, node: ast.If, state: State) -> State | None:
-        test = self.expr(node.test, state)
-        decided = self._decided_truth(node.test, state)
+        test = self.evaluator.expr(node.test, state)
+        decided = self.run.decided_truth(node.test, state)
         if decided is not None:  # a run specialized to the caller's flags
             return self.block(node.body if decided else node.orelse, state)
         body, orelse = state.copy(), state.copy()
@@ -213,7 +213,8 @@ class StatementWalker(Recorder):
         # conjunct of `if a and not inplace:` in the body, and each disjunct
         # of `if a or inplace:` in the else branch.
         for part, decides_body in _flag_tests(node.test):
-            flag = self._caller_flag(part, test if part is node.test else self.expr(part, state))
+            flag = self.caller_flag(
+                part, test if part is node.test else self.evaluator.expr(part, state))
             if flag is None:
                 continue
             if decides_body:
@@ -248,38 +249,39 @@ class StatementWalker(Recorder):
 
     def _type_kind(self, node: ast.expr) -> Kind:
         if isinstance(node, ast.Name) and node.id in _NUMBER_TYPES and \
-                not self.scope.lookup(node.id)[0]:
+                not self.run.scope.lookup(node.id)[0]:
             return Kind.NONTENSOR
-        qualified = self.scope.resolve(node) if isinstance(node, (ast.Name, ast.Attribute)) \
+        qualified = self.run.scope.resolve(node) if isinstance(node, (ast.Name, ast.Attribute)) \
             else None
         return Kind.TENSOR if qualified in ("torch.Tensor", "torch.nn.Parameter") \
             else Kind.UNKNOWN
 
     def s_Assert(self, node: ast.Assert, state: State) -> State:
-        self.expr(node.test, state)
+        self.evaluator.expr(node.test, state)
         return state
 
     def s_For(self, node: ast.For, state: State) -> State | None:
-        iterable = self.expr(node.iter, state)
-        return self._loop(node, state, lambda s: self.bind(node.target, element_of(iterable), s,
-                                                           node, None), infinite=False)
+        iterable = self.evaluator.expr(node.iter, state)
+        return self._loop(node, state, lambda s: self.binder.bind(
+            node.target, element_of(iterable), s, node, None), infinite=False)
 
     s_AsyncFor = s_For
 
     def s_While(self, node: ast.While, state: State) -> State | None:
         infinite = isinstance(node.test, ast.Constant) and bool(node.test.value)
-        return self._loop(node, state, lambda s: self.expr(node.test, s), infinite=infinite)
+        return self._loop(node, state, lambda s: self.evaluator.expr(node.test, s),
+                          infinite=infinite)
 
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While, state: State,
               enter: Callable[[State], object], infinite: bool) -> State | None:
         head = state
         breaks: list[State] = []
         for attempt in range(_MAX_LOOP_PASSES + 1):
-            self._loops.append(([], []))
+            self.run.loops.append(([], []))
             body_in = head.copy()
             enter(body_in)
             out = self.block(node.body, body_in)
-            breaks, continues = self._loops.pop()
+            breaks, continues = self.run.loops.pop()
             new_head = join_states([head, out, *continues])
             assert new_head is not None
             if new_head == head:
@@ -289,32 +291,32 @@ class StatementWalker(Recorder):
         return join_states([exit_state, *breaks])
 
     def s_Break(self, node: ast.Break, state: State) -> None:
-        if self._loops:
-            self._loops[-1][0].append(state)
+        if self.run.loops:
+            self.run.loops[-1][0].append(state)
         return None
 
     def s_Continue(self, node: ast.Continue, state: State) -> None:
-        if self._loops:
-            self._loops[-1][1].append(state)
+        if self.run.loops:
+            self.run.loops[-1][1].append(state)
         return None
 
     def s_With(self, node: ast.With, state: State) -> State | None:
         grad_off: ast.expr | None = None  # the context that turns grad mode off
         for item in node.items:
-            self.expr(item.context_expr, state)
+            self.evaluator.expr(item.context_expr, state)
             if grad_off is None and self._is_grad_off(item.context_expr, state):
                 grad_off = item.context_expr
             if item.optional_vars is not None:
-                self.bind(item.optional_vars, UNKNOWN, state, node, None)
+                self.binder.bind(item.optional_vars, UNKNOWN, state, node, None)
         if grad_off is None:
             return self.block(node.body, state)
-        key = self._marker("left", node)
-        self._record(LeftAutograd(node, f"a `{ast.unparse(grad_off)}` block", key, None))
-        self._grad_off.append(key)
+        key = self.run.marker("left", node)
+        self.run.record(LeftAutograd(node, f"a `{ast.unparse(grad_off)}` block", key, None))
+        self.run.grad_off.append(key)
         try:
             return self.block(node.body, state)
         finally:
-            self._grad_off.pop()
+            self.run.grad_off.pop()
 
     s_AsyncWith = s_With
 
@@ -323,7 +325,7 @@ class StatementWalker(Recorder):
         target = call.func if call is not None else expr
         if not isinstance(target, (ast.Name, ast.Attribute)):
             return False
-        qualified = self.qualname(target, state) or ""
+        qualified = self.evaluator.qualname(target, state) or ""
         if qualified in api.GRAD_OFF_CONTEXTS:
             return True
         if qualified in api.GRAD_MODE_SETTERS and call is not None and call.args:
@@ -360,7 +362,7 @@ class StatementWalker(Recorder):
     s_TryStar = s_Try
 
     def s_Match(self, node: ast.Match, state: State) -> State | None:
-        self.expr(node.subject, state)
+        self.evaluator.expr(node.subject, state)
         outs: list[State | None] = [state.copy()]
         for case in node.cases:
             entry = state.copy()
@@ -369,7 +371,7 @@ class StatementWalker(Recorder):
                 if isinstance(name, str):
                     entry.vars[name] = UNKNOWN
             if case.guard is not None:
-                self.expr(case.guard, entry)
+                self.evaluator.expr(case.guard, entry)
             outs.append(self.block(case.body, entry))
         return join_states(outs)
 
@@ -385,19 +387,19 @@ class StatementWalker(Recorder):
             if isinstance(target, ast.Name):
                 state.vars.pop(target.id, None)
             else:
-                self.expr(target, state)
+                self.evaluator.expr(target, state)
         return state
 
     def s_Import(self, node: ast.Import | ast.ImportFrom, state: State) -> State:
         for alias in node.names:
             name = alias.asname or alias.name.split(".", 1)[0]
-            state.vars.pop(name, None)  # resolved through self.scope from now on
+            state.vars.pop(name, None)  # resolved through self.run.scope from now on
         return state
 
     s_ImportFrom = s_Import
 
     def s_Global(self, node: ast.Global | ast.Nonlocal, state: State) -> State:
-        self._globals.update(node.names)
+        self.run.globals_declared.update(node.names)
         for name in node.names:
             state.vars.pop(name, None)
         return state
@@ -407,7 +409,7 @@ class StatementWalker(Recorder):
     def s_Pass(self, node: ast.stmt, state: State) -> State:
         return state
 
-    def _caller_flag(self, test: ast.expr, value: Value) -> tuple[str, bool] | None:
+    def caller_flag(self, test: ast.expr, value: Value) -> tuple[str, bool] | None:
         """(the flag's text, negated) for a test on a flag the caller chooses:
         a parameter or ctx attribute (or its negation) that is not a tensor."""
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
@@ -422,8 +424,8 @@ class StatementWalker(Recorder):
             # `valid is None` / `valid is not None`: an optional the caller gives or not.
             negated ^= isinstance(flag.ops[0], ast.IsNot)
             flag, suffix = flag.left, " is None"
-        if isinstance(flag, ast.Name) and flag.id in self._parameters or \
+        if isinstance(flag, ast.Name) and flag.id in self.run.parameters or \
                 isinstance(flag, ast.Attribute) and isinstance(flag.value, ast.Name) and \
-                self.initial.get(flag.value.id, UNKNOWN).src == "ctx":
+                self.run.initial.get(flag.value.id, UNKNOWN).src == "ctx":
             return ast.unparse(flag) + suffix, negated
         return None
