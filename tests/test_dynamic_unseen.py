@@ -528,3 +528,54 @@ def test_a_guess_read_only_in_its_leading_block_is_made_smaller() -> None:
     assert "LoRADelta" not in found
     (code, message), = found["LoRADeltaWrong"]
     assert code == "AGD001" and "B=float64[3, 3]" in message
+
+
+def test_agd900_quotes_the_try_that_got_furthest_into_forward() -> None:
+    """An error raised deeper in forward (a later line, or below it in a
+    helper) got further than one on forward's first line; among equals the
+    last is quoted."""
+    pytest.importorskip("torch")
+    from autograd_lint.dynamic.errors import raised
+    from autograd_lint.dynamic.input_choice import _furthest
+
+    def helper(x):
+        raise ValueError("deep")
+
+    def forward(ctx, x):
+        if x == "unpack":
+            a, b = x  # forward's first statement that can fail
+        return helper(x)
+
+    errors = []
+    for value in ("unpack", "helper", "unpack"):
+        try:
+            forward(None, value)
+        except ValueError as exc:
+            errors.append(raised(exc, within=forward))
+    assert [e.reach[1] for e in errors] == [0, 1, 0]
+    assert _furthest(errors) == "ValueError: deep"
+    assert _furthest(errors[:1] + errors[2:]) is errors[2]
+
+
+def test_memory_left_unwritten_moves_synthesis_to_power_of_two_sizes() -> None:
+    """A kernel that leaves memory unwritten for a shape, with no per-row
+    vector to blame, may cover only the sizes its blocks divide."""
+    torch = pytest.importorskip("torch")
+    from autograd_lint.dynamic.inputs import Synthesis
+    from autograd_lint.dynamic.parameter_names import tensor_role
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, running_mean):
+            return x - running_mean
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, -grad.sum(0)
+
+    synthesis = Synthesis(Scale, torch.device("cpu"))
+    first = next(iter(synthesis))
+    assert tensor_role("running_mean") == "vector"  # batch norm's statistics
+    assert not synthesis.power_of_two
+    synthesis.learn_unwritten(first)
+    assert synthesis.power_of_two
