@@ -33,7 +33,7 @@ def test_wheel_layout_and_installed_behaviour(tmp_path: Path) -> None:
     assert "autograd_lint/checkers/ctx_state.py" in names
     assert "autograd_lint/rule_docs/AGF001.md" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "autograd-lint = autograd_lint.cli.entry:run" in archive.read(entry_points).decode()
+    assert "autograd-lint = autograd_lint.cli:run" in archive.read(entry_points).decode()
 
     target = tmp_path / "site"
     install = subprocess.run(

@@ -31,7 +31,7 @@ SPLIT_FROM: dict[str, frozenset[str]] = {
 }
 
 # Rules with an automatic fix, and whether it is safe (`--fix`) or unsafe
-# (`--unsafe-fixes`); the checkers build the edits (autograd_lint/fixes.py).
+# (`--unsafe-fixes`); the checkers build the edits (checkers/fix_edits.py).
 FIX_SAFETY: dict[str, str] = {
     "AGF006": "unsafe",
     "AGF008": "safe",
