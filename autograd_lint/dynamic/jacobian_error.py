@@ -122,9 +122,12 @@ def differences_settle(target: Target, inputs: Inputs) -> tuple[float, float] | 
 
             def slope(step: float, index: int = index, x: torch.Tensor = x,
                       direction: torch.Tensor = direction) -> float:
-                call = list(args)
+                # fresh copies for each call: a forward that updates an input
+                # in place (a fused residual add) must not drift between them
+                call = list(fresh(args, requires=set()))
                 call[index] = x + step * direction
                 up = floating_outputs(target, call)
+                call = list(fresh(args, requires=set()))
                 call[index] = x - step * direction
                 down = floating_outputs(target, call)
                 return sum(float(((u - d) * w).sum()) for u, d, w in
