@@ -557,25 +557,8 @@ def test_agd900_quotes_the_try_that_got_furthest_into_forward() -> None:
     assert _furthest(errors[:1] + errors[2:]) is errors[2]
 
 
-def test_memory_left_unwritten_moves_synthesis_to_power_of_two_sizes() -> None:
-    """A kernel that leaves memory unwritten for a shape, with no per-row
-    vector to blame, may cover only the sizes its blocks divide."""
-    torch = pytest.importorskip("torch")
-    from autograd_lint.dynamic.inputs import Synthesis
+def test_batch_norm_statistics_are_per_feature_vectors() -> None:
+    pytest.importorskip("torch")
     from autograd_lint.dynamic.parameter_names import tensor_role
 
-    class Scale(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, running_mean):
-            return x - running_mean
-
-        @staticmethod
-        def backward(ctx, grad):
-            return grad, -grad.sum(0)
-
-    synthesis = Synthesis(Scale, torch.device("cpu"))
-    first = next(iter(synthesis))
-    assert tensor_role("running_mean") == "vector"  # batch norm's statistics
-    assert not synthesis.power_of_two
-    synthesis.learn_unwritten(first)
-    assert synthesis.power_of_two
+    assert [tensor_role(n) for n in ("running_mean", "running_var")] == ["vector", "vector"]

@@ -67,7 +67,9 @@ def test_a_concise_run_ends_saying_where_the_fixes_are(project: Path, capsys) ->
 def test_a_closed_stdout_ends_the_run_as_sigpipe_does(project: Path) -> None:
     """`autograd-lint check | head -1`: quiet, and the status a shell expects of
     a writer whose reader left (git's), not the error status 2."""
-    many = "".join(INSTANTIATED.replace("Double", f"Double{i}") for i in range(200))
+    # more output than a pipe holds (64 KiB), so the run is still writing when
+    # `head` leaves, however late the scheduler lets `head` read
+    many = "".join(INSTANTIATED.replace("Double", f"Double{i}") for i in range(800))
     (project / "many.py").write_text(many)
     piped = subprocess.run(
         f"{sys.executable} -m autograd_lint check --no-cache --format concise . | head -1; "

@@ -432,8 +432,9 @@ class Synthesis:
     def learn_unwritten(self, candidate: Inputs) -> None:
         """A kernel left memory unwritten with this candidate (two identical
         calls differ): a vector as long as a row of the main input may be
-        one value per row instead (routing weights, per-row scales); failing
-        that, its grid may cover only sizes its blocks divide."""
+        one value per row instead (routing weights, per-row scales). (Not
+        power-of-two sizes: with more rows than a guessed vector is long, a
+        kernel reading a value per row reads past its end.)"""
         main = next((a for a in candidate.args if isinstance(a, torch.Tensor)
                      and a.dim() >= 2), None)
         if main is None or main.shape[0] == main.shape[-1]:
@@ -448,13 +449,10 @@ class Synthesis:
                 changed = True
         if changed:
             self._start_over(candidate.layout)
-        else:
-            self.learn_reads_past()  # a grid its blocks cover only for sizes they divide
 
     def learn_reads_past(self) -> None:
-        """A kernel read past the end of an input (or left memory unwritten)
-        with this candidate: its blocks may assume sizes they divide, so
-        power-of-two sizes from now on."""
+        """A kernel read past the end of an input with this candidate: its
+        blocks may assume sizes they divide, so power-of-two sizes from now on."""
         if not self.power_of_two:
             self.power_of_two = True
             self._start_over(None)
