@@ -185,3 +185,15 @@ def test_an_upward_import_is_found(tmp_path: Path, monkeypatch) -> None:
         "        from ..cli.entry import main\n")
     monkeypatch.setattr(__import__(__name__, fromlist=["ROOT"]), "ROOT", tmp_path)
     assert upward_imports() == [("autograd_lint.core.model", "autograd_lint.cli.entry")]
+
+
+def test_the_engines_public_names_keep_their_path() -> None:
+    """Scripts that used `autograd_lint.engine.lint_source` (a module before
+    the engine became a folder) still find it, loaded on first use."""
+    import autograd_lint.engine as engine
+    from autograd_lint.engine.lint import lint_inputs, lint_source
+    from autograd_lint.engine.run_io import SourceInput
+
+    assert (engine.lint_source, engine.lint_inputs, engine.SourceInput) == \
+        (lint_source, lint_inputs, SourceInput)
+    assert not hasattr(engine, "no_such_name")
