@@ -2,6 +2,8 @@
 from finite differences, and by how much (the detail of AGD001)."""
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from .inputs import Inputs, differentiable_positions
@@ -70,20 +72,30 @@ def _worst_projected_error(target: Target, inputs: Inputs) -> str:
         direction = torch.randn(x.shape, dtype=torch.float64, generator=generator).to(
             x.device, x.dtype)
         analytical = float((grad * direction).sum()) if grad is not None else 0.0
-        call = list(fresh(args, requires=set()))
         try:
-            call[index] = x.detach() + eps * direction
-            up = floating_outputs(target, call)
-            call[index] = x.detach() - eps * direction
-            down = floating_outputs(target, call)
+            numerical = _slope(target, args, index, direction, weights, eps)
         except Exception:
             continue
-        numerical = sum(float(((u - d) * w).sum()) for u, d, w in
-                        zip(up, down, weights, strict=False)) / (2 * eps)
         error = abs(analytical - numerical)
         if worst is None or error > worst[0]:
             worst = (error, index)
     return _worst_message(inputs, worst, "the derivative along a random direction is off by")
+
+
+def _slope(target: Target, args: tuple[Any, ...], index: int, direction: torch.Tensor,
+           weights: list[torch.Tensor], step: float) -> float:
+    """The derivative of forward's outputs, weighed by `weights`, along
+    `direction` in input `index`: a central difference of `step`. Each call
+    gets fresh copies, so a forward that updates an input in place (a fused
+    residual add) does not drift between them."""
+    moved = []
+    for sign in (1.0, -1.0):
+        call = list(fresh(args, requires=set()))
+        call[index] = args[index].detach() + sign * step * direction
+        moved.append(floating_outputs(target, call))
+    up, down = moved
+    return sum(float(((u - d) * w).sum()) for u, d, w in
+               zip(up, down, weights, strict=True)) / (2 * step)
 
 
 def _worst_message(inputs: Inputs, worst: tuple[float, int] | None, what: str) -> str:
@@ -119,21 +131,8 @@ def differences_settle(target: Target, inputs: Inputs) -> tuple[float, float] | 
                 continue
             direction = torch.randn(x.shape, dtype=torch.float64, generator=generator).to(
                 x.device, x.dtype)
-
-            def slope(step: float, index: int = index, x: torch.Tensor = x,
-                      direction: torch.Tensor = direction) -> float:
-                # fresh copies for each call: a forward that updates an input
-                # in place (a fused residual add) must not drift between them
-                call = list(fresh(args, requires=set()))
-                call[index] = x + step * direction
-                up = floating_outputs(target, call)
-                call = list(fresh(args, requires=set()))
-                call[index] = x - step * direction
-                down = floating_outputs(target, call)
-                return sum(float(((u - d) * w).sum()) for u, d, w in
-                           zip(up, down, weights, strict=True)) / (2 * step)
-
-            narrow, wide = slope(precision.eps), slope(WIDER * precision.eps)
+            narrow, wide = (_slope(target, args, index, direction, weights, step)
+                            for step in (precision.eps, WIDER * precision.eps))
             gap = abs(narrow - wide)
             if gap > precision.atol + precision.rtol * abs(wide) and \
                     (worst is None or gap > worst[0]):

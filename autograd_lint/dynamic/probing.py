@@ -36,14 +36,16 @@ def fresh(args: tuple[Any, ...], requires: set[int] | None = None) -> tuple[Any,
     return tuple(copied)
 
 
-def unit_backward(target: Target, args: tuple[Any, ...]
+def unit_backward(target: Target, args: tuple[Any, ...],
+                  ones: Callable[[torch.Tensor], torch.Tensor] = torch.ones_like
                   ) -> tuple[list[torch.Tensor], list[int], tuple[torch.Tensor | None, ...]]:
-    """forward on `args`, then backward with incoming gradients of ones:
-    (differentiable outputs, differentiable input positions, their gradients)."""
+    """forward on `args`, then backward with incoming gradients of ones (each
+    made by `ones` from its output): (differentiable outputs, differentiable
+    input positions, their gradients)."""
     outputs = differentiable_outputs(target.apply(*args))
     positions = differentiable_positions(args)
     grads = torch.autograd.grad(outputs, [args[i] for i in positions],
-                                [torch.ones_like(o) for o in outputs], allow_unused=True)
+                                [ones(o) for o in outputs], allow_unused=True)
     return outputs, positions, grads
 
 
@@ -112,13 +114,18 @@ def repeatable(target: Target, args: tuple[Any, ...]) -> list[torch.Tensor] | No
         return None
     with _new_memory_as_nan() as filling:
         outputs, grads = unit_results(target, args)
-    filled = [*outputs, *grads] if filling else []
-    if len(filled) == len(first) and any(
-            a.shape == b.shape and a.is_floating_point() and
-            bool((torch.isnan(b) & ~torch.isnan(a)).any())
-            for a, b in zip(first, filled, strict=True)):
+    if filling and _gained_nan(first, [*outputs, *grads]):
         return None
     return first
+
+
+def _gained_nan(reference: list[torch.Tensor], results: list[torch.Tensor]) -> bool:
+    """Whether a floating result holds NaN where the same run's `reference`
+    has a number (the run read memory that was filled with NaN)."""
+    return len(results) == len(reference) and any(
+        a.shape == b.shape and a.is_floating_point() and
+        bool((torch.isnan(b) & ~torch.isnan(a)).any())
+        for a, b in zip(reference, results, strict=True))
 
 
 # Elements of NaN laid before and after each input by `reads_past_inputs`
@@ -134,16 +141,10 @@ def reads_past_inputs(target: Target, args: tuple[Any, ...], reference: list[tor
     (the same run on plain copies: outputs, then gradients) has not. A
     kernel without a mask reads there for a shape its blocks do not divide."""
     padded = tuple(_in_redzone(a) if isinstance(a, torch.Tensor) else a for a in args)
-    outputs = differentiable_outputs(target.apply(*padded))
-    positions = differentiable_positions(padded)
-    grads = torch.autograd.grad(outputs, [padded[i] for i in positions],
-                                [_in_redzone(torch.ones_like(o)) for o in outputs],
-                                allow_unused=True)
-    results = [t.detach() for t in outputs] + [t for t in grads if t is not None]
-    return len(results) == len(reference) and any(
-        a.shape == b.shape and a.is_floating_point() and
-        bool((torch.isnan(b) & ~torch.isnan(a)).any())
-        for a, b in zip(reference, results, strict=True))
+    outputs, _, grads = unit_backward(target, padded,
+                                      ones=lambda o: _in_redzone(torch.ones_like(o)))
+    return _gained_nan(reference, [t.detach() for t in outputs] +
+                       [t for t in grads if t is not None])
 
 
 def _in_redzone(tensor: torch.Tensor) -> torch.Tensor:
